@@ -477,7 +477,7 @@ end
 
 -- The groups' delayed jobs due by now become ready in their groups.
 function GROUPS.promote(G, J, now, stats, c)
-  local due = redis.call('ZRANGEBYSCORE', G .. 'delayed', '-inf', now, 'LIMIT', 0, 1000)
+  local due = redis.call('ZRANGEBYSCORE', G .. 'delayed', '-inf', int(now), 'LIMIT', '0', '1000') -- (text: next_turn)
   if #due == 0 then return end
   redis.call('ZREM', G .. 'delayed', unpack(due))
   local by = GROUPS.of(G, due)
@@ -505,7 +505,7 @@ end
 function GROUPS.next_due(G, now)
   local due
   for _, k in ipairs({'delayed', 'rated'}) do
-    local nx = redis.call('ZRANGE', G .. k, 0, 0, 'WITHSCORES')
+    local nx = redis.call('ZRANGE', G .. k, '0', '0', 'WITHSCORES')
     if nx[2] then
       local t = math.max(0, tonumber(nx[2]) - now)
       if not due or t < due then due = t end
@@ -518,7 +518,7 @@ end
 -- the ring at their rate limit). Only on a queue with group settings.
 local function unrate(G, J, now, c)
   if GROUPS.noconf(G, c) then return end
-  local due = redis.call('ZRANGEBYSCORE', G .. 'rated', '-inf', now, 'LIMIT', 0, 1000)
+  local due = redis.call('ZRANGEBYSCORE', G .. 'rated', '-inf', int(now), 'LIMIT', '0', '1000')
   if #due == 0 then return end
   redis.call('ZREM', G .. 'rated', unpack(due))
   for _, g in ipairs(due) do GROUPS.offer(G, J, g, c) end

@@ -28,8 +28,9 @@
 /* (a_group_jobs_claim_and_completion_cost_no_command_per_job_beyond_its_groups_pop: before
  * the active counts, 39 and 23 -- a SADD per group in the claim, a SREM and a ZSCORE
  * per group in the completion; the listing's depth index then adds a ZMSCORE and a
- * ZADD per claim, not per group: 37 -> 39) */
-#define GROUP_CLAIM_COMMANDS_4 39
+ * ZADD per claim, not per group: 37 -> 39; the group ids' states read with their
+ * records, not in an HMGET of their own: 39 -> 38) */
+#define GROUP_CLAIM_COMMANDS_4 38
 #define GROUP_COMPLETION_COMMANDS 18
 
 static enqueue_wait enqueue_in(test_env *e, rjq_queue *q, const char *payload, const char *group,
@@ -1825,5 +1826,76 @@ TEST(a_claim_wanting_more_than_the_rings_groups_takes_several_turns_per_pop_in_f
     ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4 + 5 * 3);
     ASSERT_STREQ("b4,b5,a3", claimed_payloads(r));
     freeReplyObject(r);
+    env_stop(&e);
+}
+
+/* Complete the n jobs a claim reply r started on queue qn (one call, as a
+ * worker sends it). */
+static void complete_claimed(test_env *e, const char *qn, redisReply *r, size_t n) {
+    const char **a = completion_args(e, qn, r, n);
+    redisReply *d = server_fcall(e->rc, RJQ__S_COMPLETE, qn, a, 5 + 4 * n);
+    ASSERT(d->type == REDIS_REPLY_ARRAY && d->elements == n);
+    for (size_t k = 0; k < n; k++) ASSERT_EQ(1, d->element[k]->integer);
+    freeReplyObject(d);
+    free_completion_args(a, n);
+}
+
+/* The completion that leaves a group with nothing running asks whether it
+ * has ready jobs from its lists' EXISTS, then the depth index; a group the
+ * index misses (a queue written before the index: its entry is made at the
+ * group's next claim) is asked its list and priority set: one whose ready
+ * jobs are all of a priority (no list) stays listed, and leaves the
+ * listing once its last job completed. */
+TEST(a_completion_keeps_listed_a_group_with_ready_jobs_the_depth_index_misses) {
+    test_env e;
+    env_start(&e, "gold");
+    ASSERT_OK(enqueue_in(&e, e.q, "lo", "old", 1).status);
+    ASSERT_OK(enqueue_in(&e, e.q, "hi", "old", 2).status);
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{gold}:g:r:old")); /* (priority jobs only) */
+    redisReply *r = claim_as_worker(&e, "gold", "1", "cx.w.1");
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4 + 5);
+    ASSERT_STREQ("hi", claimed_payloads(r));
+    freeReplyObject(server_cmd(e.rc, "DEL t:{gold}:g:depth")); /* (an older version's queue) */
+    complete_claimed(&e, "gold", r, 1);
+    freeReplyObject(r);
+    ASSERT_EQ(0, server_int(e.rc, "ZRANK t:{gold}:g:all old")); /* (still listed: "lo" waits) */
+    groups_wait l = groups_of(&e, "old");
+    ASSERT_EQ(1, l.total);
+    ASSERT_EQ(1, l.depth[0]);
+    r = claim_as_worker(&e, "gold", "1", "cx.w.2");
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4 + 5);
+    ASSERT_STREQ("lo", claimed_payloads(r));
+    complete_claimed(&e, "gold", r, 1);
+    freeReplyObject(r);
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{gold}:g:all")); /* (emptied: unlisted) */
+    ASSERT_EQ(0, groups_of(&e, NULL).total);
+    env_stop(&e);
+}
+
+/* A claim reads its group jobs' states with their records (one HMGET):
+ * an id a cancel left behind in its group's list, between two others,
+ * does not start, and the jobs around it start with their own payloads
+ * (the records of the claim's ids stay aligned once it is dropped), the
+ * queue's own ready job first. */
+TEST(a_claims_cancelled_group_id_between_others_is_skipped_and_the_others_keep_their_payloads) {
+    test_env e;
+    env_start(&e, "gcx");
+    ASSERT_OK(enqueue_in(&e, e.q, "pa", "a", 0).status);
+    enqueue_wait b = enqueue_in(&e, e.q, "pb", "b", 0);
+    ASSERT_OK(b.status);
+    ASSERT_OK(enqueue_in(&e, e.q, "pc", "c", 0).status);
+    ASSERT_OK(enqueue_in(&e, e.q, "plain", NULL, 0).status);
+    ASSERT_OK(rjq_queue_cancel(e.q, b.id, NULL, NULL));
+    WAIT_FOR(e.base, strcmp(get_info(e.base, e.q, b.id).state, "cancelled") == 0, 10000);
+    ASSERT_EQ(1, server_int(e.rc, "LLEN t:{gcx}:g:r:b")); /* (left behind) */
+    redisReply *r = claim_as_worker(&e, "gcx", "4", "cx.w.1");
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4 + 5 * 3);
+    ASSERT_STREQ("plain,pa,pc", claimed_payloads(r));
+    freeReplyObject(r);
+    ASSERT_STREQ("cancelled", get_info(e.base, e.q, b.id).state);
+    ASSERT_EQ(0, server_int(e.rc, "LLEN t:{gcx}:g:r:b"));
+    ASSERT_EQ(0, server_int(e.rc, "HGET t:{gcx}:stats gready"));
+    groups_wait l = groups_of(&e, NULL);
+    ASSERT_EQ(2, l.total); /* (a and c run one each; b has nothing) */
     env_stop(&e);
 }

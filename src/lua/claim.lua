@@ -356,11 +356,13 @@ end
 -- Job groups (README "Groups", groups_lib.lua): on a queue that has had
 -- group jobs (meta field 'groups'), the room the ready jobs leave goes to
 -- the groups, round-robin; gids start with them (after them in the reply).
-local gids, gmore = nil, false
+-- (their states are read with the jobs' records, load_jobs: those still
+-- ready start, GROUPS.started)
+local gids, gmore, gst = nil, false, nil
 if mv[4] and #ids < room then
-  gids, gmore = undoing(function()
+  gids, gmore, gst = undoing(function()
     check_all()
-    return GROUPS.take(groups, J, room - #ids, now, stats, mv[4] == '2', tok)
+    return GROUPS.take(groups, J, room - #ids, now, stats, mv[4] == '2', tok, true)
   end)
 end
 local all = ids
@@ -380,6 +382,22 @@ if gids and gmore then more = true end
 local got = 0
 if #all > 0 then
   local d, o, s = undoing(function() return load_jobs(J, all, no_payload) end)
+  if gst then
+    local gout, ok, gm
+    gout, ok, gm = undoing(function() return GROUPS.started(gst, s, #ids) end)
+    if gm then more = true end
+    if #gout < #gids then -- (ids left behind by a cancel: not started)
+      local na, nd, no, ns = {}, d and {} or nil, {}, {}
+      for i = 1, #all do
+        if i <= #ids or ok[i - #ids] then
+          local k = #na + 1
+          na[k], no[k], ns[k] = all[i], o[i], s[i]
+          if d then nd[k] = d[i] end
+        end
+      end
+      all, d, o, s = na, nd, no, ns
+    end
+  end
   -- idle is written when the claim comes back short (fewer jobs start
   -- than it wants: a record missing or an id twice makes it short too) or
   -- resets, deadlines for jobs with a timeout

@@ -127,14 +127,27 @@ function GROUPS.active(G, J, g, limit)
   return n - #stale
 end
 
--- the next turn of the ring: after its last (read once per call, c)
+-- the next turn of the ring: after its last (read once per call, c), as
+-- text: a Lua number passed to redis.call is printed with "%.17g" (Redis
+-- 7.0's script_lua.c), the dearest step of a ZADD of the ring's moves
+-- (callgrind, a drain of 1 000 groups: ~2k instructions per score)
 function GROUPS.next_turn(G, c)
   if not c.turn then
     local t = redis.call('ZRANGE', G .. 'ring', -1, -1, 'WITHSCORES')
-    c.turn = t[2] and tonumber(t[2]) or 0
+    c.turn = t[2] and math.floor(tonumber(t[2]) or 0) or 0
   end
   c.turn = c.turn + 1
-  return c.turn
+  return int(c.turn)
+end
+
+-- -n (n a count) as text, memoised for small n (see next_turn)
+local NEG_TEXT = {}
+local function negnum(n)
+  local s = NEG_TEXT[n]
+  if s then return s end
+  s = int(-n)
+  if n >= 0 and n < 4096 then NEG_TEXT[n] = s end
+  return s
 end
 
 -- Put group g in the ring when it can start work (ready jobs, not paused,
@@ -209,9 +222,9 @@ end
 -- that enters it is counted from its keys (it may have had ready ids
 -- before: a queue of an older version, without the index).
 function GROUPS.deepen(G, g, n)
-  if tonumber(redis.call('ZADD', G .. 'depth', 'INCR', -n, g)) == -n then
+  if tonumber(redis.call('ZADD', G .. 'depth', 'INCR', negnum(n), g)) == -n then
     local d = redis.call('LLEN', G .. 'r:' .. g) + redis.call('ZCARD', G .. 'p:' .. g)
-    if d ~= n then redis.call('ZADD', G .. 'depth', -d, g) end
+    if d ~= n then redis.call('ZADD', G .. 'depth', negnum(d), g) end
     redis.call('ZREM', G .. 'busy', g)
   end
 end
@@ -230,7 +243,7 @@ function GROUPS.taken(G, cnt, dry)
     for i, g in ipairs(names) do
       local d = v[i] and -tonumber(v[i]) - cnt[g]
       if not d or d < 0 then d = redis.call('LLEN', G .. 'r:' .. g) + redis.call('ZCARD', G .. 'p:' .. g) end
-      if d > 0 then za[#za + 1] = -d; za[#za + 1] = g else gone[#gone + 1] = g end
+      if d > 0 then za[#za + 1] = negnum(d); za[#za + 1] = g else gone[#gone + 1] = g end
     end
     if #za > 0 then redis.call('ZADD', k, unpack(za)) end
   end
@@ -256,22 +269,33 @@ end
 -- does it: the completion, failure, cancel or claim that emptied it; one
 -- with delayed jobs only is listed again when they become ready,
 -- GROUPS.promote).
--- (A group in the ring has ready jobs: one read settles the common case of
--- a completion in a group with a backlog.)
--- (gs: several groups, one ZMSCORE of the ring; idle: their active counts
--- are known to be 0, GROUPS.release, else read in one HMGET)
+-- (gs: several groups; idle: their active counts are known to be 0,
+-- GROUPS.release, else read in one HMGET.) Whether a group has ready ids,
+-- cheapest first: one EXISTS of all their lists, whose count settles the
+-- common case (completions in groups with a backlog: every list exists);
+-- else the depth index (one ZMSCORE: a group in it has ready ids), and a
+-- group it misses (empty, or not yet indexed: a queue of an older
+-- version, GROUPS.taken) is asked one EXISTS of its list and priority
+-- set. (Not the ring: its scores, like the index's, come back printed
+-- with "%.17g", and a group in it is in the index or has a list anyway.)
 function GROUPS.tidy(G, g, gs, idle)
   gs = gs or {g}
   if #gs == 0 then return end
+  local n = 0
+  for i = 1, #gs, CHUNK do
+    local keys = {}
+    for j = i, math.min(i + CHUNK - 1, #gs) do keys[#keys + 1] = G .. 'r:' .. gs[j] end
+    n = n + redis.call('EXISTS', unpack(keys))
+  end
+  if n == #gs then return end
   local r = {}
   for i = 1, #gs, CHUNK do
-    local part = redis.call('ZMSCORE', G .. 'ring', unpack(gs, i, math.min(i + CHUNK - 1, #gs)))
+    local part = redis.call('ZMSCORE', G .. 'depth', unpack(gs, i, math.min(i + CHUNK - 1, #gs)))
     for j = 1, #part do r[#r + 1] = part[j] end
   end
   local a = not idle and hmget(G .. 'act', gs) or {}
   for i, h in ipairs(gs) do
-    if not r[i] and not a[i] and redis.call('LLEN', G .. 'r:' .. h) == 0 and
-       redis.call('ZCARD', G .. 'p:' .. h) == 0 then
+    if not r[i] and not a[i] and redis.call('EXISTS', G .. 'r:' .. h, G .. 'p:' .. h) == 0 then
       redis.call('ZREM', G .. 'all', h)
       redis.call('ZREM', G .. 'busy', h)
     end
@@ -453,7 +477,7 @@ end
 
 -- The groups' delayed jobs due by now become ready in their groups.
 function GROUPS.promote(G, J, now, stats, c)
-  local due = redis.call('ZRANGEBYSCORE', G .. 'delayed', '-inf', now, 'LIMIT', 0, 1000)
+  local due = redis.call('ZRANGEBYSCORE', G .. 'delayed', '-inf', int(now), 'LIMIT', '0', '1000') -- (text: next_turn)
   if #due == 0 then return end
   redis.call('ZREM', G .. 'delayed', unpack(due))
   local by = GROUPS.of(G, due)
@@ -471,7 +495,7 @@ end
 -- delay or a retry's backoff, G..'delayed'). Returns ready, delayed (the
 -- sum is the first value's use: waiting).
 function GROUPS.waiting(G, stats)
-  local r = math.max(tonumber(redis.call('HGET', stats, 'gready') or '0') or 0, 0)
+  local r = math.max(tonumber(typed('hash', 'HMGET', stats, 'gready')[1] or '0') or 0, 0)
   local d = redis.call('ZCARD', G .. 'delayed')
   return r + d, r, d
 end
@@ -481,7 +505,7 @@ end
 function GROUPS.next_due(G, now)
   local due
   for _, k in ipairs({'delayed', 'rated'}) do
-    local nx = redis.call('ZRANGE', G .. k, 0, 0, 'WITHSCORES')
+    local nx = redis.call('ZRANGE', G .. k, '0', '0', 'WITHSCORES')
     if nx[2] then
       local t = math.max(0, tonumber(nx[2]) - now)
       if not due or t < due then due = t end
@@ -494,7 +518,7 @@ end
 -- the ring at their rate limit). Only on a queue with group settings.
 local function unrate(G, J, now, c)
   if GROUPS.noconf(G, c) then return end
-  local due = redis.call('ZRANGEBYSCORE', G .. 'rated', '-inf', now, 'LIMIT', 0, 1000)
+  local due = redis.call('ZRANGEBYSCORE', G .. 'rated', '-inf', int(now), 'LIMIT', '0', '1000')
   if #due == 0 then return end
   redis.call('ZREM', G .. 'rated', unpack(due))
   for _, g in ipairs(due) do GROUPS.offer(G, J, g, c) end
@@ -524,7 +548,11 @@ end
 -- (several groups per call; priorities then FIFO within a group), each
 -- counted in its group's active count (and slots: a group with a limit). Returns the ids and whether the ring
 -- still holds groups (work left that others may start).
-function GROUPS.take(G, J, want, now, stats, has_prio, tok)
+-- deferred (claim.lua, which reads the ids' states with their records
+-- anyway): the ids popped, nil and the call's state st, for
+-- GROUPS.started(st, states) to count those that start (one HMGET of the
+-- states per claim, not two).
+function GROUPS.take(G, J, want, now, stats, has_prio, tok, deferred)
   local c = {}
   GROUPS.promote(G, J, now, stats, c)
   unrate(G, J, now, c)
@@ -537,7 +565,7 @@ function GROUPS.take(G, J, want, now, stats, has_prio, tok)
   local function turn_of(g)
     local limit, weight, paused, rmax, rwin = GROUPS.conf(G, g, c)
     local credit = weight
-    if weight > 1 then credit = tonumber(redis.call('HGET', G .. 'credit', g) or weight) end
+    if weight > 1 then credit = tonumber(typed('hash', 'HMGET', G .. 'credit', g)[1] or weight) or weight end
     return limit, weight, paused, rmax, rwin, credit
   end
   local rounds = 0
@@ -545,7 +573,7 @@ function GROUPS.take(G, J, want, now, stats, has_prio, tok)
   -- since its last turn is found empty, and leaves, at its next visit)
   while #ids < want and rounds < 8 do
     rounds = rounds + 1
-    local heads = redis.call('ZRANGE', ring, 0, want - #ids + 7)
+    local heads = redis.call('ZRANGE', ring, 0, num(want - #ids + 7))
     if #heads == 0 then break end
     local back, out_ = {}, {} -- (the round's moves in the ring: one ZADD, one ZREM)
     -- The whole ring within the room (fewer groups than jobs wanted):
@@ -588,7 +616,7 @@ function GROUPS.take(G, J, want, now, stats, has_prio, tok)
         -- (priorities within a group: only on a queue that has had group
         -- jobs of a priority other than 0, meta groups '2')
         if has_prio then got = take_ready(G .. 'r:' .. g, G .. 'p:' .. g, n)
-        else got = redis.call('LPOP', G .. 'r:' .. g, n) or {} end
+        else got = redis.call('LPOP', G .. 'r:' .. g, num(n)) or {} end -- (text: see next_turn)
       end
       for _, id in ipairs(got) do ids[#ids + 1] = id; by[#ids] = g end
       cnt[g] = (cnt[g] or 0) + #got
@@ -636,15 +664,31 @@ function GROUPS.take(G, J, want, now, stats, has_prio, tok)
   end
   -- only jobs still ready start (a cancel leaves its id behind); each
   -- takes a slot of its group
-  GROUPS.tidy(G, nil, dry)
   local gone = GROUPS.taken(G, cnt, dry)
+  GROUPS.tidy(G, nil, dry) -- (after GROUPS.taken: a dry group has left the index)
   if #ids == 0 then return ids, redis.call('EXISTS', ring) == 1 end
-  local s = redis.call('HMGET', J.s, unpack(ids))
-  local out, per, stale, gs, d = {}, {}, {}, {}, {}
+  local st = {G = G, J = J, ids = ids, by = by, cnt = cnt, gone = gone, lim = lim, rwins = rwins, now = now,
+              stats = stats, tok = tok, c = c}
+  if deferred then return ids, nil, st end
+  local out, _, more = GROUPS.started(st, redis.call('HMGET', J.s, unpack(ids)), 0)
+  return out, more
+end
+
+-- After GROUPS.take (st: its state) popped st.ids: only those still ready
+-- start (a cancel leaves its id behind), s[off + i] the state of the i-th;
+-- each is counted in its group, takes a slot of a limited group and an
+-- entry in a rate-limited group's log. Returns the ids that start, a flag
+-- per id (true: it starts) and whether the ring still holds groups.
+function GROUPS.started(st, s, off)
+  local G, J, ids, by, cnt, gone, lim, rwins = st.G, st.J, st.ids, st.by, st.cnt, st.gone, st.lim, st.rwins
+  local now, stats, tok, c = st.now, st.stats, st.tok, st.c
+  local out, ok, per, stale, gs, d = {}, {}, {}, {}, {}, {}
   for i, id in ipairs(ids) do
     local g = by[i]
-    if s[i] and string.sub(s[i], 1, 6) == 'ready ' then
+    local v = s[off + i]
+    if v and string.sub(v, 1, 6) == 'ready ' then
       out[#out + 1] = id
+      ok[i] = true
       if not d[g] then gs[#gs + 1] = g; d[g] = 0 end
       d[g] = d[g] + 1
       if lim[g] or rwins[g] then -- (its slots or its rate log: its ids)
@@ -674,6 +718,6 @@ function GROUPS.take(G, J, want, now, stats, has_prio, tok)
     if rwins[g] then redis.call('ZREM', G .. 'rated', g) end
     GROUPS.offer(G, J, g, c)
   end
-  if #out > 0 then redis.call('HINCRBY', stats, 'gready', -#out) end
-  return out, redis.call('EXISTS', ring) == 1
+  if #out > 0 then redis.call('HINCRBY', stats, 'gready', negnum(#out)) end
+  return out, ok, redis.call('EXISTS', G .. 'ring') == 1
 end

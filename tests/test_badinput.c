@@ -2230,6 +2230,51 @@ TEST(wholelimits_with_a_non_numeric_epoch_changes_nothing_and_names_it) {
     server_stop_guarded(&s);
 }
 
+/* A history flush (history.lua) reads its rings' slots with HMGET,
+ * type-checked, all before its first write: a wrongly typed hour ring
+ * (read after the minute ring was written, before) or minute ring is
+ * refused naming it, and so is a count or expiry that is no integer,
+ * nothing written; histread.lua's reads (the totals, a ring's slots) are
+ * refused the same. */
+TEST(history_on_wrongtype_rings_or_bad_counts_writes_nothing) {
+    test_server s;
+    server_start_guarded(&s, NULL);
+    redisContext *rc = server_connect(&s);
+    static char before[8192];
+    const char *args[] = {"1", "5", "60000", "3600000"};
+    refused_on_wrongtype(rc, RJQ__S_HISTORY, "t:{g}:hist:h", "hash", args, 4);
+    refused_on_wrongtype(rc, RJQ__S_HISTORY, "t:{g}:hist:m", "hash", args, 4);
+    const char *bad_args[][4] = {{"1", "x", "60000", "3600000"},
+                                 {"1", "-5", "60000", "3600000"},
+                                 {"1", "5", "60000", "soon"},
+                                 {"1", "5", "1e3", "3600000"}};
+    const char *want[] = {"ERR history: bad number", "ERR history: bad number",
+                          "ERR history: bad expiry", "ERR history: bad expiry"};
+    for (size_t i = 0; i < 4; i++) {
+        snapshot(rc, before, sizeof before);
+        assert_refused_with(rc, eval_script(rc, RJQ__S_HISTORY, "g", bad_args[i], 4), want[i],
+                            before);
+    }
+    redisReply *r = eval_script(rc, RJQ__S_HISTORY, "g", args, 4);
+    ASSERT_EQ(REDIS_REPLY_INTEGER, r->type);
+    freeReplyObject(r);
+    r = eval_script(rc, RJQ__S_HISTORY, "g", args, 4);
+    freeReplyObject(r);
+    r = server_cmd(rc, "HGET t:{g}:hist:h total");
+    ASSERT_STREQ("0 10", r->str);
+    freeReplyObject(r);
+    const char *totals[] = {"t", "1"};
+    r = eval_script(rc, RJQ__S_HISTREAD, "g", totals, 2);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 3);
+    ASSERT_STREQ("0 10", r->element[2]->str);
+    freeReplyObject(r);
+    const char *minutes[] = {"m", "3"};
+    refused_on_wrongtype(rc, RJQ__S_HISTREAD, "t:{g}:hist:h", "hash", totals, 2);
+    refused_on_wrongtype(rc, RJQ__S_HISTREAD, "t:{g}:hist:m", "hash", minutes, 2);
+    redisFree(rc);
+    server_stop_guarded(&s);
+}
+
 /* A group's settings read its conf entry type-checked: a wrongly typed
  * conf is refused naming it, nothing written. */
 TEST(gconf_on_wrongtype_conf_writes_nothing) {

@@ -1293,6 +1293,9 @@ typedef struct rjq_dep_outcome {
                             "ignored" (dropped by RJQ_AFTER_IGNORE), or
                             "pending" (not counted: the job was not
                             released by its dependencies, e.g. replayed) */
+    const char *policy;  /* the job's after_policy, the same in every element:
+                            "fail", "run" or "ignore" (a field added at the
+                            end: read the elements with rjq_dep_outcome_get) */
 } rjq_dep_outcome;
 
 /* Element i of the list an rjq_dependencies_cb gets (never list[i] for

@@ -187,6 +187,15 @@ static int parse_list(dread *d, const char *s, size_t len) {
     size_t n = 0;
     for (const char *x = p; x && x < end; x = memchr(x + 1, '\n', (size_t)(end - x - 1))) n++;
     if (p == NULL || n == 0 || n > RJQ_AFTER_MAX) return RJQ_EPROTO;
+    /* the header's policy (deps_add.lua: "<policy> <delay ms>") */
+    const char *policy = NULL;
+    static const char *const policies[] = {"fail", "run", "ignore"};
+    for (size_t k = 0; k < sizeof policies / sizeof *policies; k++) {
+        size_t pl = strlen(policies[k]);
+        if ((size_t)(p - s) > pl && memcmp(s, policies[k], pl) == 0 && s[pl] == ' ')
+            policy = policies[k];
+    }
+    if (policy == NULL) return RJQ_EPROTO;
     d->out = calloc(n, sizeof *d->out);
     d->qname = calloc(n, sizeof *d->qname);
     d->id = calloc(n, sizeof *d->id);
@@ -212,6 +221,7 @@ static int parse_list(dread *d, const char *s, size_t len) {
         d->out[d->n].queue = d->qname[d->n];
         d->out[d->n].id = d->id[d->n];
         d->out[d->n].counted = counted;
+        d->out[d->n].policy = policy;
         p = le + 1;
     }
     return d->n == n ? RJQ_OK : RJQ_EPROTO;

@@ -2163,6 +2163,118 @@ TEST(limits_with_a_non_numeric_epoch_changes_nothing_and_names_it) {
     server_stop_guarded(&s);
 }
 
+/* A sharded queue's change of its whole-queue limits (wholelimits.lua):
+ * a limitsepoch that is no integer below 2^53 - 1 (written behind rjq's
+ * back) is refused naming the key, nothing written (a non-numeric one
+ * restarted the count at 1, so a re-split step's older figures could
+ * win); so is a 'set' argument that is no count, or an unknown step. */
+TEST(wholelimits_with_a_non_numeric_epoch_changes_nothing_and_names_it) {
+    test_server s;
+    server_start_guarded(&s, NULL);
+    redisContext *rc = server_connect(&s);
+    static char before[8192];
+    const char *begin[] = {"begin"};
+    const char *bad[] = {"12abc", "-1", "9007199254740991", "1e3", "", "1.5"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        freeReplyObject(server_cmd(rc, "SET t:{g}:limitsepoch %s", bad[i]));
+        snapshot(rc, before, sizeof before);
+        assert_refused_with(rc, eval_script(rc, RJQ__S_WHOLELIMITS, "g", begin, 1),
+                            "WRONGTYPE t:{g}:limitsepoch is not an integer", before);
+    }
+    freeReplyObject(server_cmd(rc, "SET t:{g}:limitsepoch 41"));
+    redisReply *r = eval_script(rc, RJQ__S_WHOLELIMITS, "g", begin, 1);
+    ASSERT_EQ(REDIS_REPLY_INTEGER, r->type);
+    ASSERT_EQ(42, r->integer);
+    freeReplyObject(r);
+    ASSERT_EQ(42, server_int(rc, "GET t:{g}:limitsepoch"));
+    const char *bad_args[][5] = {{"set", "x", "0", "1000", "3"},
+                                 {"set", "5", "-1", "1000", "3"},
+                                 {"set", "5", "0", "1e3", "3"},
+                                 {"set", "5", "0", "1000", "9007199254740992"},
+                                 {"set", "5", "0", "1000", ""}};
+    const char *names[] = {"concurrency", "rate", "rate window", "epoch", "epoch"};
+    for (size_t i = 0; i < 5; i++) {
+        char want[80];
+        snprintf(want, sizeof want, "ERR rjq wholelimits: %s is not an integer", names[i]);
+        snapshot(rc, before, sizeof before);
+        assert_refused_with(rc, eval_script(rc, RJQ__S_WHOLELIMITS, "g", bad_args[i], 5), want,
+                            before);
+    }
+    const char *short_set[] = {"set", "5", "0"};
+    snapshot(rc, before, sizeof before);
+    assert_refused_with(rc, eval_script(rc, RJQ__S_WHOLELIMITS, "g", short_set, 3),
+                        "ERR rjq wholelimits: rate window is not an integer", before);
+    const char *unknown[] = {"start"};
+    snapshot(rc, before, sizeof before);
+    assert_refused_with(rc, eval_script(rc, RJQ__S_WHOLELIMITS, "g", unknown, 1),
+                        "ERR rjq wholelimits: step is neither", before);
+    const char *good[] = {"set", "5", "2", "1000", "42"};
+    freeReplyObject(server_cmd(rc, "HSET t:{g}:shardlimits a b"));
+    snapshot(rc, before, sizeof before);
+    assert_refused_with(rc, eval_script(rc, RJQ__S_WHOLELIMITS, "g", good, 5),
+                        "WRONGTYPE t:{g}:shardlimits holds a hash, rjq expects a string", before);
+    freeReplyObject(server_cmd(rc, "DEL t:{g}:shardlimits"));
+    r = eval_script(rc, RJQ__S_WHOLELIMITS, "g", good, 5);
+    ASSERT_EQ(REDIS_REPLY_INTEGER, r->type);
+    ASSERT_EQ(1, r->integer);
+    freeReplyObject(r);
+    r = server_cmd(rc, "GET t:{g}:shardlimits");
+    ASSERT_STREQ("1 5 2 1000 42", r->str);
+    freeReplyObject(r);
+    const char *older[] = {"set", "7", "0", "1000", "41"}; /* a newer change stored first */
+    r = eval_script(rc, RJQ__S_WHOLELIMITS, "g", older, 5);
+    ASSERT_EQ(REDIS_REPLY_INTEGER, r->type);
+    ASSERT_EQ(0, r->integer);
+    freeReplyObject(r);
+    redisFree(rc);
+    server_stop_guarded(&s);
+}
+
+/* A history flush (history.lua) reads its rings' slots with HMGET,
+ * type-checked, all before its first write: a wrongly typed hour ring
+ * (read after the minute ring was written, before) or minute ring is
+ * refused naming it, and so is a count or expiry that is no integer,
+ * nothing written; histread.lua's reads (the totals, a ring's slots) are
+ * refused the same. */
+TEST(history_on_wrongtype_rings_or_bad_counts_writes_nothing) {
+    test_server s;
+    server_start_guarded(&s, NULL);
+    redisContext *rc = server_connect(&s);
+    static char before[8192];
+    const char *args[] = {"1", "5", "60000", "3600000"};
+    refused_on_wrongtype(rc, RJQ__S_HISTORY, "t:{g}:hist:h", "hash", args, 4);
+    refused_on_wrongtype(rc, RJQ__S_HISTORY, "t:{g}:hist:m", "hash", args, 4);
+    const char *bad_args[][4] = {{"1", "x", "60000", "3600000"},
+                                 {"1", "-5", "60000", "3600000"},
+                                 {"1", "5", "60000", "soon"},
+                                 {"1", "5", "1e3", "3600000"}};
+    const char *want[] = {"ERR history: bad number", "ERR history: bad number",
+                          "ERR history: bad expiry", "ERR history: bad expiry"};
+    for (size_t i = 0; i < 4; i++) {
+        snapshot(rc, before, sizeof before);
+        assert_refused_with(rc, eval_script(rc, RJQ__S_HISTORY, "g", bad_args[i], 4), want[i],
+                            before);
+    }
+    redisReply *r = eval_script(rc, RJQ__S_HISTORY, "g", args, 4);
+    ASSERT_EQ(REDIS_REPLY_INTEGER, r->type);
+    freeReplyObject(r);
+    r = eval_script(rc, RJQ__S_HISTORY, "g", args, 4);
+    freeReplyObject(r);
+    r = server_cmd(rc, "HGET t:{g}:hist:h total");
+    ASSERT_STREQ("0 10", r->str);
+    freeReplyObject(r);
+    const char *totals[] = {"t", "1"};
+    r = eval_script(rc, RJQ__S_HISTREAD, "g", totals, 2);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 3);
+    ASSERT_STREQ("0 10", r->element[2]->str);
+    freeReplyObject(r);
+    const char *minutes[] = {"m", "3"};
+    refused_on_wrongtype(rc, RJQ__S_HISTREAD, "t:{g}:hist:h", "hash", totals, 2);
+    refused_on_wrongtype(rc, RJQ__S_HISTREAD, "t:{g}:hist:m", "hash", minutes, 2);
+    redisFree(rc);
+    server_stop_guarded(&s);
+}
+
 /* A group's settings read its conf entry type-checked: a wrongly typed
  * conf is refused naming it, nothing written. */
 TEST(gconf_on_wrongtype_conf_writes_nothing) {

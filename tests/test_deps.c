@@ -199,6 +199,7 @@ typedef struct read_deps {
     int status, calls;
     size_t n;
     char line[8][128]; /* "<queue>:<id> <state> <counted> <result|-> <error|->" */
+    char policy[8][8]; /* each element's (the job's after_policy) */
     long ran;
 } read_deps;
 
@@ -220,6 +221,7 @@ static void on_dependencies(rjq_client *c, int status, const rjq_dep_outcome *de
         snprintf(rd->line[i], sizeof rd->line[i], "%s:%s %s %s %.*s %s", o->queue, o->id, o->state,
                  o->counted, o->result ? (int)o->result_len : 1,
                  o->result ? (const char *)o->result : "-", o->error ? o->error : "-");
+        snprintf(rd->policy[i], sizeof rd->policy[i], "%s", o->policy ? o->policy : "NULL");
     }
     ASSERT_OK(rjq_job_complete(rj->job, "ok", 2, NULL, NULL));
     free(rj);
@@ -270,6 +272,7 @@ TEST(handler_reads_its_dependencies_outcomes_across_queues) {
     ASSERT_STREQ("rd2:b dead dead - boom", rd.line[1]);
     ASSERT_STREQ("rd2:nosuch missing missing - -", rd.line[2]);
     ASSERT_STREQ("rd:a completed completed r-a -", rd.line[3]);
+    for (int i = 0; i < 4; i++) ASSERT_STREQ("run", rd.policy[i]); /* its after_policy */
     WAIT_FOR(e.base, state_is(&e, q3, "c", "completed"), 10000);
     /* a job without dependencies reads none */
     memset(&rd, 0, sizeof rd);

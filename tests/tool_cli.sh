@@ -472,6 +472,26 @@ expect_ok
 expect_out "b1"
 run job depb b1
 expect_line "state waiting"
+# job_shows_dependencies_and_dependents: its policy, each dependency (queue,
+# id, state, how it counted), and on the dependency's page its dependents
+expect_line "after_policy ignore"
+expect_line "dependency depa a1 delayed counted pending"
+expect_line "dependency depa nosuch missing counted ignored"
+check; grep -q '^dependent' "$DIR/out" && fail "b1 has no dependents"
+run job depa a1
+expect_ok
+expect_line "dependent depb b1"
+check; grep -q '^after_policy\|^dependency' "$DIR/out" && fail "a1 has no dependencies"
+run job depb b1 --json
+expect_ok
+check; python3 -c 'import json,sys; d=json.load(sys.stdin)
+assert d["after_policy"]=="ignore" and "dependents" not in d, d
+assert [(x["queue"],x["id"],x["state"],x["counted"],x["error"]) for x in d["dependencies"]]==[("depa","a1","delayed","pending",None),("depa","nosuch","missing","ignored",None)], d' \
+    <"$DIR/out" || fail "job --json: its dependencies"
+run job depa a1 --json
+check; python3 -c 'import json,sys; d=json.load(sys.stdin)
+assert d["dependents"]==[{"queue":"depb","id":"b1"}] and "dependencies" not in d and "after_policy" not in d, d' \
+    <"$DIR/out" || fail "job --json: its dependents"
 run jobs depb waiting
 expect_out "b1"
 run stats depb
@@ -496,6 +516,9 @@ run cancel depa a1
 expect_ok
 run job depb b1
 expect_line "state ready"
+expect_line "dependency depa a1 cancelled counted ignored"
+run job depa a1
+check; grep -q '^dependent' "$DIR/out" && fail "a1 released its dependent"
 run stats depb
 expect_line "waiting 0"
 

@@ -131,8 +131,15 @@ OUT=$("$RJQ" --prefix sc jobs hq waiting 2>"$DIR/err") || fail "rjq jobs hq wait
 same "$OUT" w "rjq jobs hq waiting"
 OUT=$("$RJQ" --prefix sc job hq w 2>"$DIR/err") || fail "rjq job hq w: $(cat "$DIR/err")"
 same "$(grep -c '^state *waiting' <<<"$OUT")" 1 "rjq job hq w: waiting"
+# rjq job lists them both ways, each read on the id's shard
+same "$(grep -c '^dependency hq~[^ ]* a ready counted pending$' <<<"$OUT")" 1 \
+    "rjq job hq w: its dependency a, named by its shard"
+same "$(grep -c '^dependent plain p$' <<<"$OUT")" 1 "rjq job hq w: its dependent p"
+same "$(grep -c '^after_policy fail$' <<<"$OUT")" 1 "rjq job hq w: its policy"
 OUT=$("$RJQ" --prefix sc job plain p 2>"$DIR/err") || fail "rjq job plain p: $(cat "$DIR/err")"
 same "$(grep -c '^state *waiting' <<<"$OUT")" 1 "rjq job plain p: waiting"
+same "$(grep -c '^dependency hq~[^ ]* w waiting counted pending$' <<<"$OUT")" 1 \
+    "rjq job plain p: its dependency w, named by its shard"
 BODY=$(curl -s "$BASE/v1/queues/hq/jobs/w/dependencies")
 same "$(json '[(x["queue"].startswith("hq~"), x["id"], x["state"], x["counted"]) for x in d["dependencies"]]')" \
     "[(True, 'a', 'ready', 'pending')]" "w's dependency: a, named by its shard"

@@ -160,8 +160,10 @@ static const cmdhelp cmds[] = {
      "rjq enqueue orders '{\"order\":42}' --id order-42 --attempts 3"},
     {"job", "job QUEUE ID [--json]",
      "A job's state, attempts, payload, result, error, times and headers (\"header KEY\n"
-     "VALUE\" lines). At a terminal, control characters and bytes that are not UTF-8\n"
-     "are shown escaped (\\n, \\xNN, \\\\).\n"
+     "VALUE\" lines), then its dependencies (\"after_policy P\", \"dependency QUEUE ID\n"
+     "STATE counted HOW [error TEXT]\" lines) and the jobs still waiting for it\n"
+     "(\"dependent QUEUE ID\" lines). At a terminal, control characters and bytes\n"
+     "that are not UTF-8 are shown escaped (\\n, \\xNN, \\\\).\n"
      "\n"
      "  --json         one JSON object\n",
      "rjq job orders order-42"},

@@ -1042,6 +1042,126 @@ static int cmd_batches(cli *t, int argc, char **argv) {
 
 /* ---- job ---------------------------------------------------------------------- */
 
+/* rjq job's dependencies and dependents (rjq_queue_get_dependencies,
+ * rjq_queue_get_dependents), read before the job and kept (copies) to be
+ * printed with it: an error prints nothing on stdout. */
+typedef struct jobdeps {
+    size_t n, nd;          /* dependencies, dependents */
+    char **f;              /* n * 5: queue, id, state, counted, error (or NULL) */
+    char **d;              /* nd * 2: queue, id */
+    const char *policy;    /* static; NULL when n is 0 */
+} jobdeps;
+
+static jobdeps the_jobdeps;
+
+static void jobdeps_free(jobdeps *j) {
+    for (size_t i = 0; i < 5 * j->n; i++) free(j->f[i]);
+    for (size_t i = 0; i < 2 * j->nd; i++) free(j->d[i]);
+    free(j->f);
+    free(j->d);
+    memset(j, 0, sizeof *j);
+}
+
+/* A copy of s (NULL: NULL); *bad set when memory ran out. */
+static char *dup_or_null(const char *s, int *bad) {
+    char *r = s ? strdup(s) : NULL;
+    if (s && r == NULL) *bad = 1;
+    return r;
+}
+
+static void on_job_dependencies(rjq_client *c, int status, const rjq_dep_outcome *deps, size_t n,
+                                void *data) {
+    cli *t = data;
+    jobdeps *j = &the_jobdeps;
+    int bad = 0;
+    (void)c;
+    if (!reply_ok_why(t, status, "dependencies")) return;
+    if (n && (j->f = calloc(5 * n, sizeof *j->f)) == NULL) bad = 1;
+    for (size_t i = 0; !bad && i < n; i++) {
+        const rjq_dep_outcome *o = rjq_dep_outcome_get(deps, i);
+        j->f[5 * i] = dup_or_null(o->queue, &bad);
+        j->f[5 * i + 1] = dup_or_null(o->id, &bad);
+        j->f[5 * i + 2] = dup_or_null(o->state, &bad);
+        j->f[5 * i + 3] = dup_or_null(o->counted, &bad);
+        j->f[5 * i + 4] = dup_or_null(o->error, &bad);
+        j->n = i + 1;
+        j->policy = o->policy;
+    }
+    if (bad) report(t, RJQ_ENOMEM, "dependencies");
+}
+
+static void on_job_dependents(rjq_client *c, int status, const rjq_dep *list, size_t n,
+                              void *data) {
+    cli *t = data;
+    jobdeps *j = &the_jobdeps;
+    int bad = 0;
+    (void)c;
+    if (!reply_ok_why(t, status, "dependents")) return;
+    if (n && (j->d = calloc(2 * n, sizeof *j->d)) == NULL) bad = 1;
+    for (size_t i = 0; !bad && i < n; i++) {
+        j->d[2 * i] = dup_or_null(list[i].queue, &bad);
+        j->d[2 * i + 1] = dup_or_null(list[i].id, &bad);
+        j->nd = i + 1;
+    }
+    if (bad) report(t, RJQ_ENOMEM, "dependents");
+}
+
+/* The kept dependencies and dependents: plain, an "after_policy P" line
+ * (when it has dependencies), a "dependency QUEUE ID STATE counted C
+ * [error TEXT]" line each, a "dependent QUEUE ID" line each; JSON,
+ * "after_policy" and "dependencies":[{queue, id, state, counted, error}],
+ * "dependents":[{queue, id}]. None: nothing, as before (as the headers). */
+static void print_jobdeps(const cli *t, const jobdeps *j) {
+    if (t->json) {
+        if (j->n) {
+            fputs(",\"after_policy\":", stdout);
+            print_json_string(j->policy, strlen(j->policy));
+            fputs(",\"dependencies\":[", stdout);
+        }
+        for (size_t i = 0; i < j->n; i++) {
+            char **f = j->f + 5 * i;
+            if (i) putchar(',');
+            print_field(t, 1, "queue", f[0], strlen(f[0]));
+            print_field(t, 0, "id", f[1], strlen(f[1]));
+            print_field(t, 0, "state", f[2], strlen(f[2]));
+            print_field(t, 0, "counted", f[3], strlen(f[3]));
+            print_field(t, 0, "error", f[4], f[4] ? strlen(f[4]) : 0);
+            putchar('}');
+        }
+        if (j->n) putchar(']');
+        if (j->nd) fputs(",\"dependents\":[", stdout);
+        for (size_t i = 0; i < j->nd; i++) {
+            if (i) putchar(',');
+            print_field(t, 1, "queue", j->d[2 * i], strlen(j->d[2 * i]));
+            print_field(t, 0, "id", j->d[2 * i + 1], strlen(j->d[2 * i + 1]));
+            putchar('}');
+        }
+        if (j->nd) putchar(']');
+        return;
+    }
+    if (j->policy) printf("after_policy %s\n", j->policy);
+    for (size_t i = 0; i < j->n; i++) {
+        char **f = j->f + 5 * i;
+        fputs("dependency ", stdout);
+        print_bytes(t, f[0], strlen(f[0]));
+        putchar(' ');
+        print_bytes(t, f[1], strlen(f[1]));
+        printf(" %s counted %s", f[2], f[3]);
+        if (f[4]) {
+            fputs(" error ", stdout);
+            print_bytes(t, f[4], strlen(f[4]));
+        }
+        putchar('\n');
+    }
+    for (size_t i = 0; i < j->nd; i++) {
+        fputs("dependent ", stdout);
+        print_bytes(t, j->d[2 * i], strlen(j->d[2 * i]));
+        putchar(' ');
+        print_bytes(t, j->d[2 * i + 1], strlen(j->d[2 * i + 1]));
+        putchar('\n');
+    }
+}
+
 static void on_job(rjq_client *c, int status, const rjq_job_info *j, void *data) {
     cli *t = data;
     (void)c;
@@ -1078,16 +1198,25 @@ static void on_job(rjq_client *c, int status, const rjq_job_info *j, void *data)
         }
         if (t->json) putchar('}');
     }
+    print_jobdeps(t, &the_jobdeps);
     end_object(t);
 }
 
+/* rjq job QUEUE ID: its dependencies and dependents read first (both sent
+ * at once: a round trip per master for the dependencies' queues), then
+ * the job, printed with them. */
 static int cmd_job(cli *t, int argc, char **argv) {
     char *pos[2];
     const optdef defs[] = {{"--json", NULL, &t->json}, {NULL, NULL, NULL}};
     int rc = parse_args(argc, argv, defs, pos, 2, 2, NULL);
     if (rc) return rc;
     if (cli_open(t, pos[0])) return 1;
-    return send_and_wait(t, rjq_queue_get_job(t->q, pos[1], on_job, t));
+    rc = sent(t, rjq_queue_get_dependencies(t->q, pos[1], on_job_dependencies, t));
+    if (!rc) rc = sent(t, rjq_queue_get_dependents(t->q, pos[1], on_job_dependents, t));
+    if (!rc || t->pending) rc = wait_replies(t, 0) || rc;
+    if (!rc) rc = send_and_wait(t, rjq_queue_get_job(t->q, pos[1], on_job, t));
+    jobdeps_free(&the_jobdeps);
+    return rc;
 }
 
 /* ---- dead ---------------------------------------------------------------------- */

@@ -15,18 +15,27 @@
 -- holding a later one (the server's clock was set back) takes the counts
 -- as they are: nothing is lost.
 -- Returns the minute the counts went to.
+-- Every slot is read (HMGET, type-checked: a wrongly typed ring is
+-- refused naming it) and every argument checked before the first write:
+-- nothing is written by a call that is refused.
+local EXACT_MAX = 9007199254740992 -- 2^53
+local function count(v, what)
+  local x = string.match(v or '', '^%d+$') and tonumber(v)
+  if not x or x >= EXACT_MAX then error({err = 'ERR history: bad ' .. what}) end
+  return x
+end
 local n = tonumber(ARGV[1])
 if not n or n < 1 or n > 200 then error({err = 'ERR history: bad count'}) end
 local add = {}
-for i = 1, n do
-  add[i] = tonumber(ARGV[i + 1])
-  if not add[i] then error({err = 'ERR history: bad number'}) end
-end
+for i = 1, n do add[i] = count(ARGV[i + 1], 'number') end
+local ttlm, ttlh = count(ARGV[n + 2], 'expiry'), count(ARGV[n + 3], 'expiry')
 local now = now_ms()
-local function bump(key, step, slots, ttl)
+-- The new value of key's slot (the minute or hour now; step nil: the
+-- totals), read now, written by write() once every read is done.
+local function bump(key, step, slots)
   local at = step and math.floor(now / step) or 0
   local slot = step and int(at % slots) or 'total'
-  local v = typed('hash', 'HGET', key, slot)
+  local v = typed('hash', 'HMGET', key, slot)[1]
   local cur = {}
   if v then for w in string.gmatch(v, '%d+') do cur[#cur + 1] = tonumber(w) end end
   if #cur ~= n + 1 or cur[1] < at then
@@ -35,11 +44,14 @@ local function bump(key, step, slots, ttl)
   end
   local out = {int(cur[1])}
   for i = 1, n do out[i + 1] = int(cur[i + 1] + add[i]) end
-  redis.call('HSET', key, slot, table.concat(out, ' '))
-  redis.call('PEXPIRE', key, ttl)
-  return at
+  return {key, slot, table.concat(out, ' '), at}
 end
-local m = bump(histm, 60000, 1440, tonumber(ARGV[n + 2]))
-bump(histh, 3600000, 720, tonumber(ARGV[n + 3]))
-bump(histh, nil, nil, tonumber(ARGV[n + 3])) -- the totals (Prometheus' counters)
-return m
+local function write(b, ttl)
+  redis.call('HSET', b[1], b[2], b[3])
+  redis.call('PEXPIRE', b[1], ttl)
+end
+local m, h, t = bump(histm, 60000, 1440), bump(histh, 3600000, 720), bump(histh, nil, nil)
+write(m, ttlm)
+write(h, ttlh)
+write(t, ttlh) -- the totals (Prometheus' counters)
+return m[4]

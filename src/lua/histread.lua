@@ -10,7 +10,7 @@
 local step, slots, key = 60000, 1440, histm
 if ARGV[1] == 'h' then step, slots, key = 3600000, 720, histh end
 if ARGV[1] == 't' then -- the totals: { now, 0, the value }
-  return {int(now_ms()), '0', typed('hash', 'HGET', histh, 'total')}
+  return {int(now_ms()), '0', typed('hash', 'HMGET', histh, 'total')[1]}
 end
 local count = tonumber(ARGV[2])
 if not count or count < 1 or count > slots then error({err = 'ERR histread: bad count'}) end

@@ -1094,9 +1094,10 @@ static int route_after(rjq_queue *q, const void *payload, size_t len, const rjq_
         out[i] = *d;
         if (l == NULL) continue;
         if (d->id[strspn(d->id, "0123456789")] == '\0') {
-            rjq__errmsg(c, "enqueue: dependency %zu: queue %s is sharded: a server-assigned id "
-                           "names a job of one shard (name its shard's queue: rjq shards %s)",
-                        i, d->queue, d->queue);
+            rjq__errmsg(c, "enqueue: dependency %s:%s (after's entry %zu): queue %s is sharded "
+                           "and %s, an all-digits (server-assigned) id, names no shard: name "
+                           "its shard's queue, %s~<i>-<k> (rjq shards %s lists them)",
+                        d->queue, d->id, i + 1, d->queue, d->id, d->queue, d->queue);
             return RJQ_ESHARDED;
         }
         out[i].queue = rjq_queue_get_name(shard_for(l, d->id));
@@ -1608,9 +1609,10 @@ int rjq_queue_get_stats(rjq_queue *q, rjq_stats_cb *cb, void *data) {
 static int shard_of_id(rjq_queue *q, layout *l, const char *id, rjq_queue **to) {
     if (id[strspn(id, "0123456789")] == '\0') {
         rjq__errmsg(rjq_queue_get_client(q),
-                    "queue %s is sharded: a server-assigned id names a job of one shard (use the "
-                    "call on its shard: rjq_queue_get_shard)",
-                    rjq_queue_get_name(q));
+                    "queue %s is sharded: a server-assigned (all-digits) id names a job of one "
+                    "shard, not which (use the call on its shard: rjq_queue_get_shard; the "
+                    "shards' queues, %s~<i>-<k>, are listed by rjq shards %s)",
+                    rjq_queue_get_name(q), rjq_queue_get_name(q), rjq_queue_get_name(q));
         return RJQ_ESHARDED;
     }
     *to = shard_for(l, id);

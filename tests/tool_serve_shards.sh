@@ -109,6 +109,16 @@ req GET /v1/queues/sq/jobs/42/dependencies; expect 409 'sharded' # (as its job p
 same "$("$RJQ" --prefix ss jobs sq waiting)" dw "rjq jobs sq waiting"
 check; "$RJQ" --prefix ss job sq dw | grep -q '^state *waiting' ||
     fail "rjq job sq dw: $("$RJQ" --prefix ss job sq dw 2>&1)"
+# an all-digits id of the sharded queue names no shard: the CLI says so and
+# how to name the shard (not "this call does not span its shards yet"),
+# the dependency as typed, the command's name once
+check; msg=$("$RJQ" --prefix ss enqueue plain w --after sq:42 2>&1) && fail "--after sq:42 taken"
+[[ $msg == "rjq: enqueue: dependency sq:42 (after's entry 1): queue sq is sharded and 42,"* &&
+   $msg == *'sq~<i>-<k> (rjq shards sq lists them)' && $msg != *"does not span"* ]] ||
+    fail "--after sq:42: $msg"
+check; msg=$("$RJQ" --prefix ss job sq 42 2>&1) && fail "rjq job sq 42 taken"
+[[ $msg == "rjq: job: queue sq is sharded: a server-assigned (all-digits) id"* &&
+   $msg == *'rjq shards sq'* && $msg != *"does not span"* ]] || fail "rjq job sq 42: $msg"
 req POST /v1/queues/sq/jobs/b/cancel; expect 200 '"cancelled":true'
 req POST "/v1/queues/sq/purge?state=cancelled"; expect 200 '"deleted":1'
 req POST /v1/queues/sq/pause; expect 200 '"changed":true'

@@ -167,7 +167,14 @@ static const char *code_text(const cli *t, int code) {
 
 static void report(cli *t, int code, const char *detail) {
     t->failed = 1;
-    if (detail && detail[0])
+    size_t wl = t->what ? strlen(t->what) : 0;
+    if (detail && wl && strncmp(detail, t->what, wl) == 0 && strncmp(detail + wl, ": ", 2) == 0)
+        detail += wl + 2; /* ("rjq: enqueue: enqueue: ...") */
+    if (code == RJQ_ESHARDED && detail && strstr(detail, "server-assigned"))
+        /* (the code's text, "this call does not span its shards yet", is
+         * not why: the id names no shard; the detail says so) */
+        fprintf(stderr, "rjq: %s: %s\n", t->what, detail);
+    else if (detail && detail[0])
         fprintf(stderr, "rjq: %s: %s (%s)\n", t->what, code_text(t, code), detail);
     else
         fprintf(stderr, "rjq: %s: %s\n", t->what, code_text(t, code));

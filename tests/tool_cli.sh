@@ -1014,7 +1014,9 @@ expect_out "$(printf -- '--read-only\n--request-timeout')"
 complete_words "$RJQ_BIN" acl --role w
 expect_out "worker"
 complete_words "$RJQ_BIN" jobs q ""
-expect_out "$(printf 'ready\ndelayed\nactive\ndead\ncancelled\ncompleted')"
+expect_out "$(printf 'ready\ndelayed\nactive\ndead\ncancelled\ncompleted\nwaiting')"
+complete_words "$RJQ_BIN" jobs q w # (the dependents' state, rjq help jobs)
+expect_out "waiting"
 complete_words "$RJQ_BIN" purge q d
 expect_out "dead"
 # queue names, from rjq queues with the connection options typed

@@ -134,7 +134,7 @@ _rjq() {
         stats | shards | enqueue | job | jobs | dead | delete | purge | replay | reclaim | pause | resume | \
             cancel | batch | batches | limit | index | find | schedule | unschedule | schedules | scheduler)
             ((npos == 0)) && what=queues
-            [[ $cmd == jobs && $npos == 1 ]] && what="ready delayed active dead cancelled completed"
+            [[ $cmd == jobs && $npos == 1 ]] && what="ready delayed active dead cancelled completed waiting"
             [[ $cmd == purge && $npos == 1 ]] && what="dead cancelled"
             ;;
         esac

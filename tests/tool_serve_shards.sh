@@ -119,6 +119,9 @@ check; msg=$("$RJQ" --prefix ss enqueue plain w --after sq:42 2>&1) && fail "--a
 check; msg=$("$RJQ" --prefix ss job sq 42 2>&1) && fail "rjq job sq 42 taken"
 [[ $msg == "rjq: job: queue sq is sharded: a server-assigned (all-digits) id"* &&
    $msg == *'rjq shards sq'* && $msg != *"does not span"* ]] || fail "rjq job sq 42: $msg"
+check; msg=$("$RJQ" --prefix ss batch sq --create 2>&1) && fail "a batch in sq made"
+[[ $msg == "rjq: batch: queue sq is split into shards"*"keep the batch in a plain queue"* &&
+   $msg != *"does not span"* ]] || fail "rjq batch sq --create: $msg"
 req POST /v1/queues/sq/jobs/b/cancel; expect 200 '"cancelled":true'
 req POST "/v1/queues/sq/purge?state=cancelled"; expect 200 '"deleted":1'
 req POST /v1/queues/sq/pause; expect 200 '"changed":true'

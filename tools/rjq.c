@@ -170,9 +170,10 @@ static void report(cli *t, int code, const char *detail) {
     size_t wl = t->what ? strlen(t->what) : 0;
     if (detail && wl && strncmp(detail, t->what, wl) == 0 && strncmp(detail + wl, ": ", 2) == 0)
         detail += wl + 2; /* ("rjq: enqueue: enqueue: ...") */
-    if (code == RJQ_ESHARDED && detail && strstr(detail, "server-assigned"))
+    if (code == RJQ_ESHARDED && detail && strstr(detail, "shard"))
         /* (the code's text, "this call does not span its shards yet", is
-         * not why: the id names no shard; the detail says so) */
+         * not why when the detail says it: an id that names no shard, a
+         * batch kept in one queue's keys) */
         fprintf(stderr, "rjq: %s: %s\n", t->what, detail);
     else if (detail && detail[0])
         fprintf(stderr, "rjq: %s: %s (%s)\n", t->what, code_text(t, code), detail);

@@ -1017,6 +1017,10 @@ complete_words "$RJQ_BIN" jobs q ""
 expect_out "$(printf 'ready\ndelayed\nactive\ndead\ncancelled\ncompleted\nwaiting')"
 complete_words "$RJQ_BIN" jobs q w # (the dependents' state, rjq help jobs)
 expect_out "waiting"
+complete_words "$RJQ_BIN" enqueue q x --after q:a --after-policy ""
+expect_out "$(printf 'fail\nrun\nignore')"
+complete_words "$RJQ_BIN" batches q --state ""
+expect_out "$(printf 'pending\ncompleted\ndead')"
 complete_words "$RJQ_BIN" purge q d
 expect_out "dead"
 # queue names, from rjq queues with the connection options typed

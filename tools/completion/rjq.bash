@@ -117,6 +117,8 @@ _rjq() {
         --role) mapfile -t reply < <(compgen -W "producer worker monitor bridge" -- "$cur") ;;
         --missed) mapfile -t reply < <(compgen -W "skip once" -- "$cur") ;;
         --log-format) mapfile -t reply < <(compgen -W "text json" -- "$cur") ;;
+        --after-policy) mapfile -t reply < <(compgen -W "fail run ignore" -- "$cur") ;;
+        --state) mapfile -t reply < <(compgen -W "pending completed dead" -- "$cur") ;; # (batches)
         esac
     elif [[ $cur == -* && $ended == 0 ]]; then
         if [[ -z $cmd ]]; then

@@ -759,6 +759,48 @@ TEST(same_queue_release_costs_a_fixed_number_of_commands) {
     env_stop(&e);
 }
 
+/* A dependent of the dependency's own queue leaves no watchers mark (its
+ * dependents entry is what the finishing scripts read): the lean
+ * completion (complete_one.lua) still hands such a job to complete.lua
+ * (-2, nothing written), and a cancel still releases the dependent by its
+ * policy, as the mark made them do. A dependent of another queue still
+ * marks its dependency. */
+TEST(same_queue_dependency_has_no_watchers_mark_and_every_finisher_finds_its_dependents) {
+    test_env e;
+    env_start(&e, "nm");
+    rjq_queue *q2 = open_queue(&e, "nm2");
+    plant_active(e.rc, "nm", "a");
+    enqueue_x_ok(e.base, e.q, "x", 3600000, 0);
+    rjq_dep on_a = {"nm", "a"}, on_x = {"nm", "x"};
+    ASSERT_OK(enqueue_after(&e, e.q, "b", &on_a, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_OK(enqueue_after(&e, e.q, "y", &on_x, 1, RJQ_AFTER_RUN).status);
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{nm}:watchers"));
+    ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{nm}:dependents a"));
+    /* the lean completion refuses a (its entry), writes nothing */
+    const char *lean[] = {"t:{nm}:job:", "-1", "0", "", "0", "0", "0", "a", "1 tok", "r"};
+    redisReply *r = server_fcall(e.rc, RJQ__S_COMPLETE_ONE, "nm", lean, 10);
+    ASSERT(r->type == REDIS_REPLY_INTEGER);
+    ASSERT_EQ(-2, r->integer);
+    freeReplyObject(r);
+    ASSERT_STREQ("active", get_info(e.base, e.q, "a").state);
+    const char *one[] = {"a"};
+    r = complete_fcall(e.rc, "nm", one, 1);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 1 && r->element[0]->integer == 1);
+    freeReplyObject(r);
+    ASSERT_STREQ("ready", get_info(e.base, e.q, "b").state);
+    /* a cancel of x releases y (policy run) */
+    int done = 0;
+    ASSERT_OK(rjq_queue_cancel(e.q, "x", on_cancel_wait, &done));
+    ASSERT(loop_until(e.base, &done, 5000));
+    WAIT_FOR(e.base, state_is(&e, e.q, "y", "ready"), 10000);
+    /* another queue's dependent marks its dependency */
+    plant_active(e.rc, "nm", "k");
+    rjq_dep on_k = {"nm", "k"};
+    ASSERT_OK(enqueue_after(&e, q2, "z", &on_k, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{nm}:watchers k"));
+    env_stop(&e);
+}
+
 /* The policies applied by the dependency's own failing script when it
  * ends dead: 'fail' buries (and a dependent of the buried job, of the same
  * queue, is buried next in the same call), 'run' releases, 'ignore' drops

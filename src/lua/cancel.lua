@@ -10,7 +10,7 @@
 -- producers are told ('cancelled').
 -- KEYS (src/keys.def; bound to these locals): ready, prio, delayed, active,
 --       stats, cancelled, cols, monitored, events, push, dedup, waiting,
---       groups, deps, depsfin
+--       groups, deps, depsfin, dependents
 -- ARGV: 1 job name prefix, 2 id, 3 most cancelled jobs kept
 -- Returns { code, state, told }: 1 cancelled (state: the one it left:
 -- ready, delayed, active or waiting), 0 no such job, 2 already finished
@@ -63,7 +63,7 @@ if GROUPS.hinted(v[3]) then
     redis.call('HINCRBY', stats, 'gready', -1)
   end
 end
-local emit = monitor(monitored, events)
+local emit = monitor_and_dependents(J, monitored, events, dependents) -- (J.dt: notify_finished)
 emit('cancelled', id)
 DEPS_TOLD[1] = false
 notify_finished(J, id, v[4], 'cancelled', '')

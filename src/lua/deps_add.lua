@@ -53,7 +53,7 @@ while i <= #ARGV do
 end
 if #jobs == 0 then return redis.error_reply('ERR rjq deps_add: no dependencies') end
 expect_types({stats, 'hash', J.d, 'hash', J.s, 'hash', J.o, 'hash', waiting, 'zset', deps, 'hash'})
-if mine then expect_types({J.n, 'hash', dependents, 'hash'}) end
+if mine then expect_types({dependents, 'hash'}) end -- (no watchers mark for those: DEPS.register)
 int_fields(stats, 'seq', 'skipped')
 -- which caller ids exist (one HMGET); numbered ids from one HINCRBY
 local given = {}

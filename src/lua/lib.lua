@@ -674,16 +674,23 @@ end
 -- The last outcome of job id (chs: its watchers, false when none): told,
 -- and the watchers go with it (the column holds unfinished jobs only).
 -- complete.lua does the same for a batch with one HDEL.
--- A job with dependents (DEPS_MARK among its watchers) goes in J.df (the
--- depsfin index, which every script that can finish such a job declares),
--- so the sweep finds it if its finisher dies before telling them.
+-- A job with dependents (DEPS_MARK among its watchers; or, when the
+-- script declares the dependents hash as J.dt, an entry there: dependents
+-- of the job's own queue leave no mark, DEPS.register) sets DEPS_TOLD and
+-- goes in J.df (the depsfin index, which every script that can finish
+-- such a job declares), so the sweep finds it if its finisher dies before
+-- telling them.
 local function notify_finished(J, id, chs, kind, body)
-  if not chs then return end
-  notify(chs, J.prefix .. id, kind, body)
-  if J.df and string.find(chs, DEPS_MARK, 1, true) then
+  local told = chs and string.find(chs, DEPS_MARK, 1, true)
+  if not told and J.dt and redis.pcall('HEXISTS', J.dt, id) == 1 then -- (a wrongly typed hash: none)
+    told = true
+    DEPS_TOLD[1] = J.prefix .. id
+  end
+  if chs then notify(chs, J.prefix .. id, kind, body) end
+  if J.df and told then
     redis.pcall('ZADD', J.df, now_ms(), id) -- (a wrongly typed index: the sweep's deps_due refuses it)
   end
-  redis.call('HDEL', J.n, id)
+  if chs then redis.call('HDEL', J.n, id) end
 end
 
 -- Write watchers: fv = { id, channels, ... }. Every write of the column
@@ -718,7 +725,7 @@ local EVENTS = {} -- channel -> the call's events (emptied by finish)
 local EVENTS_PER_MESSAGE = 1000
 
 -- on: whether the key `monitored` exists, when the caller knows (nil:
--- read here).
+-- read here; monitor_and_dependents below asks one more key with it).
 local function monitor(monitored, events, now, on)
   if on == nil then on = redis.call('EXISTS', monitored) == 1 end
   if on then
@@ -735,6 +742,17 @@ local function monitor(monitored, events, now, on)
     end
   end
   return UNMONITORED
+end
+
+-- monitor() for a script that may finish a job with dependents of its own
+-- queue (they leave no watchers mark, DEPS.register): the same EXISTS
+-- asks whether the queue has a dependents hash (named twice: EXISTS counts
+-- it twice), and J.dt is set to it only then (notify_finished reads its
+-- entry), so a queue without dependents pays no command more.
+local function monitor_and_dependents(J, monitored, events, dependents)
+  local b = redis.call('EXISTS', monitored, dependents, dependents)
+  if b >= 2 then J.dt = dependents end
+  return monitor(monitored, events, nil, b % 2 == 1)
 end
 
 -- Writes that check their own key's type, so a script spares a TYPE per
@@ -1099,16 +1117,27 @@ end
 -- J.d, J.s, J.n and dependents checked by the caller). Race-free like
 -- watch.lua: a job that has finished is answered from its state at once
 -- (the caller then counts it, DEPS.release); one still unfinished records
--- the dependent in its dependents entry and the mark DEPS_MARK among its
--- watchers, so the script that finishes it has its dependents released.
+-- the dependent in its dependents entry, so the script that finishes it
+-- has its dependents released: a dependent of another queue (or a batch)
+-- also puts the mark DEPS_MARK among its watchers, one of J's own queue
+-- does not (the entry is what every finishing script reads for those:
+-- complete.lua when its queue has entries, notify_finished with J.dt).
 -- Idempotent: a dependent registered twice is recorded once. Returns per
 -- registration the outcome so far: 'waiting' (registered), 'completed',
 -- 'dead', 'cancelled', or 'missing' (no such job).
 function DEPS.register(J, dependents, regs)
-  local ids = {}
-  for i = 1, #regs, 3 do ids[#ids + 1] = regs[i] end
-  local s, n = hmget(J.s, ids), hmget(J.n, ids)
-  local have = hmget(dependents, ids)
+  local here = DEPS.queue(J)
+  local ids, away = {}, {} -- away: the jobs given a dependent of another queue (marked)
+  for i = 1, #regs, 3 do
+    ids[#ids + 1] = regs[i]
+    if regs[i + 1] ~= here then away[#away + 1] = regs[i] end
+  end
+  local s, have = hmget(J.s, ids), hmget(dependents, ids)
+  local n = {} -- (the watchers of the jobs to mark, by id)
+  if #away > 0 then
+    local w = hmget(J.n, away)
+    for k, id in ipairs(away) do n[id] = w[k] or '' end
+  end
   -- order: the jobs given dependents (first seen); had/list: their entry as read, as written
   local out, order, had, list, marks, stale = {}, {}, {}, {}, {}, {}
   for k, id in ipairs(ids) do
@@ -1125,10 +1154,11 @@ function DEPS.register(J, dependents, regs)
         order[#order + 1] = id
         had[id] = have[k] or false
         list[id] = have[k] or false
-        local w = n[k] or ''
-        if not string.find(' ' .. w .. ' ', ' ' .. DEPS_MARK .. ' ', 1, true) then
-          marks[#marks + 1] = id; marks[#marks + 1] = w == '' and DEPS_MARK or w .. ' ' .. DEPS_MARK
-        end
+      end
+      local w = n[id]
+      if regs[3 * k - 1] ~= here and not string.find(' ' .. w .. ' ', ' ' .. DEPS_MARK .. ' ', 1, true) then
+        marks[#marks + 1] = id; marks[#marks + 1] = w == '' and DEPS_MARK or w .. ' ' .. DEPS_MARK
+        n[id] = DEPS_MARK -- (marked once)
       end
       local l = list[id]
       if not l then
@@ -1170,8 +1200,10 @@ end
 -- left ('' none) } per job of ids, in order, then { id, entry left, ... }
 -- of the jobs the cascade buried that have an entry left (dependents of
 -- other queues: the caller's reply carries them, as its own jobs', so the
--- client releases them at once, not the sweep a period later).
-function DEPS.finished(J, Q, ids, outcome)
+-- client releases them at once, not the sweep a period later). known (may
+-- be nil): the dependents entries of ids as the caller read them (false
+-- for none), not read again.
+function DEPS.finished(J, Q, ids, outcome, known)
   local here, ok = DEPS.queue(J), nil
   local function writable() -- (asked once, when a line names this queue)
     local spec = {Q.ready, 'list', Q.prio, 'zset', Q.delayed, 'zset', Q.waiting, 'zset', Q.deps, 'hash',
@@ -1185,8 +1217,8 @@ function DEPS.finished(J, Q, ids, outcome)
   -- releases in one DEPS.release, its writes a command each.
   local out, buried, round, oc, first = {}, {}, ids, outcome, true
   while #round > 0 do
-    local lists = {}
-    for i = 1, #round, CHUNK do
+    local lists = known or {}
+    for i = 1, known and 0 or #round, CHUNK do
       local last = math.min(i + CHUNK - 1, #round)
       -- (a wrongly typed hash gives no entries: the sweep's deps_due.lua refuses it)
       local part = redis.pcall('HMGET', Q.dependents, unpack(round, i, last))
@@ -1239,7 +1271,7 @@ function DEPS.finished(J, Q, ids, outcome)
       if first then out[#out + 1] = id; out[#out + 1] = left[k]
       elseif left[k] ~= '' then buried[#buried + 1] = id; buried[#buried + 1] = left[k] end
     end
-    round, oc, first = nextr, 'dead', false
+    round, oc, first, known = nextr, 'dead', false, nil
   end
   return out, buried
 end

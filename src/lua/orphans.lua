@@ -7,7 +7,8 @@
 -- A job of a group goes back to its group (its slot freed, the group
 -- offered again: GROUPS.release, GROUPS.after), as reclaim.lua returns it.
 -- KEYS (src/keys.def; bound to these locals): held, active, ready, prio,
---       dead, stats, cols, monitored, events, dedup, deps, depsfin, groups
+--       dead, stats, cols, monitored, events, dedup, deps, depsfin, groups,
+--       dependents
 -- ARGV: 1 job name prefix, 2 wake channel, 3 the client's token prefix
 --       "<client>.", 4 most members per call, 5 dead cap, 6 the sweep's
 --       lease end (server ms): a call that runs later does nothing (the
@@ -45,7 +46,7 @@ end
 -- first write: a HINCRBY refused after the ZREM below lost the job
 if #members > 0 or #scanned > 0 then int_fields(stats, 'dead', 'reclaimed') end
 local q = {ready = ready, prio = prio, dead = dead, stats = stats, wake = wake, now = now, dead_max = dead_max,
-           emit = monitor(monitored, events)}
+           emit = monitor_and_dependents(J, monitored, events, dependents)} -- (J.dt: notify_finished)
 -- the jobs to return: {id, attempts, token, times}
 local lost, took = {}, {}
 for _, m in ipairs(members) do

@@ -42,6 +42,10 @@ if state == 'active' then
   end
 elseif state == 'waiting' then
   redis.call('ZREM', waiting, id) -- (waiting for dependencies: deps_add.lua)
+  -- held: its 'w' lines stay pending (not read as completed: deps_read.lua)
+  local list = redis.call('HMGET', J.dp, id)[1]
+  local head, rest = string.match(list or '', '^(%a+ %d+ %-?%d+)(\n.*)$')
+  if head then redis.call('HSET', J.dp, id, head .. ' h' .. rest) end
 else
   unqueue(ready, prio, delayed, id, state, v[3])
 end

@@ -1022,22 +1022,35 @@ DEPS.MARKS = {completed = 'c', dead = 'd', cancelled = 'x', missing = 'm'}
 -- delay), 3 buried by the policy 'fail'; more 1 when the job buried has
 -- dependents of its own to release (DEPS_TOLD), else 0.
 -- What it reads, once for all its releases (a job released twice in one
--- call sees its first release: these are kept up to date): the state (S),
--- options (O) and dependencies (L) of each job; the writes of jobs counted
+-- call sees its first release: these are kept up to date): the state (S)
+-- and dependencies (L) of each job, and the options (O) of those whose
+-- list's head has no priority (deps_add.lua); the writes of jobs counted
 -- or released go at the end, a command each (dirty: the jobs whose list
 -- changed, in order; st: their new states; rpush: the jobs made ready with
--- priority 0, in order).
+-- priority 0, in order). A job released when its last dependency
+-- completed, every mark this call changed a 'c', keeps its list as it was
+-- (its 'w' lines read as 'c' once it left waiting: deps_add.lua); one
+-- buried by its policy gets " h" on its head (held).
 function DEPS.release(J, Q, rel, from)
   local MARKS, deps = DEPS.MARKS, Q.deps
-  local uniq, S, O, L = {}, {}, {}, {}
+  local uniq, S, O, L, P = {}, {}, {}, {}, {}
   for i = from or 1, #rel, 4 do
     if S[rel[i]] == nil then uniq[#uniq + 1] = rel[i]; S[rel[i]] = false end
   end
   do
-    local sv, ov, lv = hmget(J.s, uniq), hmget_sparse(J.o, uniq), hmget(deps, uniq)
-    for k, id in ipairs(uniq) do S[id] = sv[k]; O[id] = ov[k]; L[id] = lv[k] end
+    local sv, lv, old = hmget(J.s, uniq), hmget(deps, uniq), {}
+    for k, id in ipairs(uniq) do
+      S[id] = sv[k]; L[id] = lv[k]
+      local p = lv[k] and string.match(lv[k], '^%a+ %d+ (%-?%d+)\n')
+      if p then P[id] = tonumber(p) elseif lv[k] then old[#old + 1] = id end
+    end
+    if #old > 0 then
+      local ov = hmget_sparse(J.o, old)
+      for k, id in ipairs(old) do O[id] = ov[k] end
+    end
   end
-  local dirty, is_dirty, st, gone, rpush = {}, {}, {}, {}, {}
+  local dirty, is_dirty, st, gone, rpush, unlike = {}, {}, {}, {}, {}, {}
+  -- (unlike[id]: a mark other than 'c' changed in this call, so the list is written)
   local now -- (the server's time, read once, when a job is buried or delayed)
   local function clock() now = now or now_ms(); return now end
 
@@ -1049,20 +1062,22 @@ function DEPS.release(J, Q, rel, from)
     local entry = ' ' .. dq .. ' ' .. did
     local head, at = string.match(list, '^([^\n]*)\n()')
     if not head then return 0, 0 end
-    local policy, delay = string.match(head, '^(%a+) (%d+)$')
+    local policy, delay = string.match(head, '^(%a+) (%d+)')
     local lines, found, pending = {head}, false, 0
     for line in string.gmatch(string.sub(list, at), '[^\n]+') do
       if line == 'w' .. entry then -- (every line of it: a dependency listed twice)
         found = true
         if mark ~= 'c' and policy == 'ignore' then line = '-' .. entry else line = mark .. entry end
+        if mark ~= 'c' then unlike[id] = true end
       elseif string.sub(line, 1, 1) == 'w' then
         pending = pending + 1
       end
       lines[#lines + 1] = line
     end
     if not found then return 0, 0 end
-    L[id] = table.concat(lines, '\n')
     if mark ~= 'c' and policy == 'fail' then
+      if P[id] then lines[1] = head .. ' h' end -- (held: its 'w' lines stay pending)
+      L[id] = table.concat(lines, '\n')
       redis.call('HSET', deps, id, L[id])
       is_dirty[id] = nil
       S[id] = false
@@ -1073,8 +1088,10 @@ function DEPS.release(J, Q, rel, from)
                                                   or ' ended ' .. outcome), Q.dead_max, Q.emit, nil, tm)
       return 3, DEPS_TOLD[1] and 1 or 0
     end
+    L[id] = table.concat(lines, '\n')
     if not is_dirty[id] then is_dirty[id] = true; dirty[#dirty + 1] = id end
     if pending > 0 then return 1, 0 end
+    if P[id] and not unlike[id] then is_dirty[id] = nil end -- (all completed: not written)
     gone[#gone + 1] = id
     delay = tonumber(delay) or 0
     if delay > 0 then
@@ -1084,7 +1101,7 @@ function DEPS.release(J, Q, rel, from)
     else
       S[id] = state_value('ready', attempts, nil, tm)
       st[#st + 1] = id; st[#st + 1] = S[id]
-      local p = (parse_options(O[id]))
+      local p = P[id] or (parse_options(O[id]))
       if p == 0 then rpush[#rpush + 1] = id else push_ready(Q.ready, Q.prio, Q.stats, Q.wake, id, p, false) end
     end
     return 2, 0

@@ -629,8 +629,10 @@ local INLINE_RESULT_MAX = 65536
 local OUTCOMES = {} -- framed channel -> the call's outcomes (emptied by finish)
 local OUTCOME_MESSAGE_BYTES = 65536
 
--- Dependencies (deps_watch.lua): a job that other jobs wait for has the
--- mark DEPS_MARK among its watchers (no reply channel is that); notify()
+-- Dependencies (deps_watch.lua): a job that jobs of other queues wait for
+-- has the mark DEPS_MARK among its watchers (no reply channel is that;
+-- one waited for by jobs of its own queue only has none: its dependents
+-- entry tells, DEPS.register, notify_finished); notify()
 -- publishes nothing for it and sets DEPS_TOLD[1] to the job's name, so a
 -- finishing script can tell its caller (complete.lua, fail.lua,
 -- cancel.lua) to release the dependents (deps_due.lua). A script that

@@ -689,7 +689,7 @@ TEST(same_queue_dependent_is_released_by_its_dependencys_completion_once) {
     freeReplyObject(r);
     ASSERT_STREQ("ready", get_info(e.base, e.q, "b").state);
     ASSERT_STREQ("ready", get_info(e.base, e.q, "c").state);
-    ASSERT(deps_line(e.rc, "sq", "b", "\nc sq a"));
+    ASSERT(deps_line(e.rc, "sq", "b", "\nw sq a")); /* (all completed: reads c, not rewritten) */
     ASSERT_EQ(2, server_int(e.rc, "LLEN t:{sq}:ready"));
     ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{sq}:waiting"));
     ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{sq}:dependents a"));
@@ -734,8 +734,10 @@ TEST(same_queue_release_with_a_wrongly_typed_key_is_left_whole_to_the_client) {
     env_stop(&e);
 }
 
-/* (same_queue_release_costs_a_fixed_number_of_commands) */
-#define SAME_QUEUE_RELEASE_COMMANDS 30
+/* (same_queue_release_costs_a_fixed_number_of_commands: 30 before its
+ * released job's list rewrite and options read were cut when its last
+ * dependency completed, deps15) */
+#define SAME_QUEUE_RELEASE_COMMANDS 28
 
 /* The commands a completion runs to release one dependent of its queue,
  * over a plain completion's (COMPLETION_COMMANDS): fixed, and instead of
@@ -756,6 +758,48 @@ TEST(same_queue_release_costs_a_fixed_number_of_commands) {
            COMPLETION_COMMANDS);
     ASSERT_EQ(SAME_QUEUE_RELEASE_COMMANDS, n);
     ASSERT_STREQ("ready", get_info(e.base, e.q, "b").state);
+    env_stop(&e);
+}
+
+/* A dependent of the dependency's own queue leaves no watchers mark (its
+ * dependents entry is what the finishing scripts read): the lean
+ * completion (complete_one.lua) still hands such a job to complete.lua
+ * (-2, nothing written), and a cancel still releases the dependent by its
+ * policy, as the mark made them do. A dependent of another queue still
+ * marks its dependency. */
+TEST(same_queue_dependency_has_no_watchers_mark_and_every_finisher_finds_its_dependents) {
+    test_env e;
+    env_start(&e, "nm");
+    rjq_queue *q2 = open_queue(&e, "nm2");
+    plant_active(e.rc, "nm", "a");
+    enqueue_x_ok(e.base, e.q, "x", 3600000, 0);
+    rjq_dep on_a = {"nm", "a"}, on_x = {"nm", "x"};
+    ASSERT_OK(enqueue_after(&e, e.q, "b", &on_a, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_OK(enqueue_after(&e, e.q, "y", &on_x, 1, RJQ_AFTER_RUN).status);
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{nm}:watchers"));
+    ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{nm}:dependents a"));
+    /* the lean completion refuses a (its entry), writes nothing */
+    const char *lean[] = {"t:{nm}:job:", "-1", "0", "", "0", "0", "0", "a", "1 tok", "r"};
+    redisReply *r = server_fcall(e.rc, RJQ__S_COMPLETE_ONE, "nm", lean, 10);
+    ASSERT(r->type == REDIS_REPLY_INTEGER);
+    ASSERT_EQ(-2, r->integer);
+    freeReplyObject(r);
+    ASSERT_STREQ("active", get_info(e.base, e.q, "a").state);
+    const char *one[] = {"a"};
+    r = complete_fcall(e.rc, "nm", one, 1);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 1 && r->element[0]->integer == 1);
+    freeReplyObject(r);
+    ASSERT_STREQ("ready", get_info(e.base, e.q, "b").state);
+    /* a cancel of x releases y (policy run) */
+    int done = 0;
+    ASSERT_OK(rjq_queue_cancel(e.q, "x", on_cancel_wait, &done));
+    ASSERT(loop_until(e.base, &done, 5000));
+    WAIT_FOR(e.base, state_is(&e, e.q, "y", "ready"), 10000);
+    /* another queue's dependent marks its dependency */
+    plant_active(e.rc, "nm", "k");
+    rjq_dep on_k = {"nm", "k"};
+    ASSERT_OK(enqueue_after(&e, q2, "z", &on_k, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{nm}:watchers k"));
     env_stop(&e);
 }
 
@@ -1772,5 +1816,63 @@ TEST(timeout_to_dead_applies_its_dependents_policies_in_the_reclaim) {
     ASSERT(error_is(&e, e.q, "a", "timed out after 1000 ms"));
     ASSERT(error_is(&e, e.q, "f", "dependency td:a ended dead"));
     ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{td}:waiting"));
+    env_stop(&e);
+}
+
+/* The dependencies of job id of queue q as rjq_queue_get_dependencies
+ * reads them, into rd. */
+static void read_list(test_env *e, const char *id, read_deps *rd) {
+    memset(rd, 0, sizeof *rd);
+    ASSERT_OK(rjq_queue_get_dependencies(e->q, id, on_deps_read, rd));
+    ASSERT(loop_until_count(e->base, &rd->ran, 1, 10000));
+    ASSERT_OK(rd->status);
+}
+
+/* A job released when its last dependency completed keeps its list as it
+ * was enqueued (the release writes no marks: DEPS.release), and still
+ * reads each dependency as completed; a job that left waiting otherwise
+ * (cancelled, or buried by its policy) reads its unfinished ones as
+ * pending; one released after a dependency ended dead (policy run) reads
+ * each as it counted. */
+TEST(released_job_reads_its_dependencies_as_they_counted_without_its_list_rewritten) {
+    test_env e;
+    env_start(&e, "rl");
+    plant_active(e.rc, "rl", "a");
+    plant_active(e.rc, "rl", "k");
+    enqueue_x_ok(e.base, e.q, "x", 3600000, 0);
+    rjq_dep on_a = {"rl", "a"}, on_x = {"rl", "x"};
+    rjq_dep on_ak[2] = {{"rl", "a"}, {"rl", "k"}}, on_kx[2] = {{"rl", "k"}, {"rl", "x"}};
+    ASSERT_OK(enqueue_after(&e, e.q, "b", &on_a, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_OK(enqueue_after(&e, e.q, "r", on_ak, 2, RJQ_AFTER_RUN).status);
+    ASSERT_OK(enqueue_after(&e, e.q, "y", &on_x, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_OK(enqueue_after(&e, e.q, "f", on_kx, 2, RJQ_AFTER_FAIL).status);
+    const char *one[] = {"a"};
+    redisReply *r = complete_fcall(e.rc, "rl", one, 1);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 1 && r->element[0]->integer == 1);
+    freeReplyObject(r);
+    ASSERT_STREQ("ready", get_info(e.base, e.q, "b").state);
+    ASSERT(deps_line(e.rc, "rl", "b", "\nw rl a")); /* (not rewritten) */
+    ASSERT(deps_line(e.rc, "rl", "r", "\nc rl a")); /* (still waiting: written) */
+    ASSERT_EQ(2, fail_fcall(e.rc, "rl", "k"));
+    ASSERT_STREQ("ready", get_info(e.base, e.q, "r").state);
+    ASSERT_STREQ("dead", get_info(e.base, e.q, "f").state);
+    int done = 0;
+    ASSERT_OK(rjq_queue_cancel(e.q, "y", on_cancel_wait, &done));
+    ASSERT(loop_until(e.base, &done, 5000));
+    read_deps rd;
+    read_list(&e, "b", &rd);
+    ASSERT_EQ(1, (long)rd.n);
+    ASSERT_STREQ("rl:a completed completed", rd.line[0]);
+    read_list(&e, "r", &rd);
+    ASSERT_EQ(2, (long)rd.n);
+    ASSERT_STREQ("rl:a completed completed", rd.line[0]);
+    ASSERT_STREQ("rl:k dead dead", rd.line[1]);
+    read_list(&e, "y", &rd);
+    ASSERT_EQ(1, (long)rd.n);
+    ASSERT_STREQ("rl:x delayed pending", rd.line[0]);
+    read_list(&e, "f", &rd);
+    ASSERT_EQ(2, (long)rd.n);
+    ASSERT_STREQ("rl:k dead dead", rd.line[0]);
+    ASSERT_STREQ("rl:x delayed pending", rd.line[1]);
     env_stop(&e);
 }

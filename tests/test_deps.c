@@ -1768,6 +1768,14 @@ TEST(replay_of_a_dead_dependency_of_its_queue_reblocks_nothing_and_a_buried_depe
     env_stop(&e);
 }
 
+/* (cancel_releasing_a_dependent_of_its_queue_takes_one_script_call: 49
+ * on deprel, where the dependent marked its dependency; merged with deps15
+ * 48: no watchers mark, so no HDEL of the watchers column, one HEXISTS of
+ * the dependents entry instead (notify_finished), and the release reads
+ * the priority from the list's head, no HMGET of the options: as read
+ * from the scripts, the total measured) */
+#define CANCEL_RELEASE_COMMANDS 48
+
 /* rjq_queue_cancel of a job whose only dependent waits in its queue: one
  * script call (the cancel counts it), no deps_due, deps_release or
  * deps_done call of the client's (before: all three, the release a round
@@ -1785,6 +1793,7 @@ TEST(cancel_releasing_a_dependent_of_its_queue_takes_one_script_call) {
     ASSERT_EQ(1, done);
     long long n = server_commands_run(e.rc) - before - 1; /* (the FCALL) */
     printf("commands: cancel releasing a dependent of its queue %lld\n", n);
+    ASSERT_EQ(CANCEL_RELEASE_COMMANDS, n);
     /* (a call the client sent before the callback is run before this read's) */
     ASSERT_STREQ("ready", get_info(e.base, e.q, "b").state);
     ASSERT_EQ(calls + 2, server_script_calls(e.rc)); /* the cancel, the read */
@@ -1874,5 +1883,69 @@ TEST(released_job_reads_its_dependencies_as_they_counted_without_its_list_rewrit
     ASSERT_EQ(2, (long)rd.n);
     ASSERT_STREQ("rl:k dead dead", rd.line[0]);
     ASSERT_STREQ("rl:x delayed pending", rd.line[1]);
+    env_stop(&e);
+}
+
+/* A dependent of its dependency's own queue leaves no watchers mark (its
+ * dependents entry tells: DEPS.register), so every path that makes the
+ * dependency dead or removes it finds it by that entry: the reclaim of an
+ * expired lease or a timeout with attempts spent, the orphan sweep, and a
+ * delete of a dead dependency whose release never ran (its entry still
+ * there), whose policy 'fail' burial releases the buried job's own
+ * unmarked dependent in that call too (delete.lua sets J.dt). No dependent
+ * of another queue: nothing marks the dependencies, no client releases. */
+TEST(dependency_with_only_unmarked_dependents_of_its_queue_releases_them_on_every_path_to_dead) {
+    test_env e;
+    env_start(&e, "um");
+    /* delete of a dead dependency not yet released: d -> i -> j */
+    plant_active(e.rc, "um", "d");
+    rjq_dep on_d = {"um", "d"}, on_i = {"um", "i"};
+    ASSERT_OK(enqueue_after(&e, e.q, "i", &on_d, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_OK(enqueue_after(&e, e.q, "j", &on_i, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{um}:watchers"));
+    /* its finisher as one that died before the release: the failure sees
+     * no dependents hash (set aside, then put back) */
+    freeReplyObject(server_cmd(e.rc, "RENAME t:{um}:dependents t:{um}:aside"));
+    ASSERT_EQ(2, fail_fcall(e.rc, "um", "d"));
+    freeReplyObject(server_cmd(e.rc, "RENAME t:{um}:aside t:{um}:dependents"));
+    ASSERT_STREQ("waiting", get_info(e.base, e.q, "i").state);
+    count_wait c = {0};
+    ASSERT_OK(rjq_queue_delete(e.q, "d", on_count, &c));
+    ASSERT(loop_until(e.base, &c.done, 5000));
+    ASSERT_OK(c.status);
+    ASSERT_EQ(1, c.n);
+    ASSERT(error_is(&e, e.q, "i", "dependency um:d ended dead"));
+    ASSERT(error_is(&e, e.q, "j", "dependency um:i ended dead"));
+    ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{um}:waiting"));
+    ASSERT_EQ(0, server_int(e.rc, "HLEN t:{um}:dependents"));
+
+    /* reclaim to dead: a's lease expired, t's run time over (attempts
+     * spent); the orphan sweep: o of a dead client (cx) */
+    plant_spent(e.rc, "um", "a", "tok", "1");
+    plant_spent(e.rc, "um", "t", "tok", "1");
+    freeReplyObject(server_cmd(e.rc, "HSET t:{um}:options t 0,3,;1000")); /* a timeout of 1 s */
+    freeReplyObject(server_cmd(e.rc, "ZADD t:{um}:deadlines 1 t"));       /* over */
+    plant_spent(e.rc, "um", "o", "cx.ABCDEFGHIJp1", "99999999999999");
+    rjq_dep on_a = {"um", "a"}, on_t = {"um", "t"}, on_o = {"um", "o"};
+    ASSERT_OK(enqueue_after(&e, e.q, "af", &on_a, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_OK(enqueue_after(&e, e.q, "ar", &on_a, 1, RJQ_AFTER_RUN).status);
+    ASSERT_OK(enqueue_after(&e, e.q, "tf", &on_t, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_OK(enqueue_after(&e, e.q, "of", &on_o, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_OK(enqueue_after(&e, e.q, "or", &on_o, 1, RJQ_AFTER_RUN).status);
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{um}:watchers"));
+    const char *args[] = {"t:{um}:job:", "t:{um}:wake", "0", "1000", "1000", "-1", "0", "0", "0.5"};
+    freeReplyObject(server_fcall(e.rc, RJQ__S_RECLAIM, "um", args, 9));
+    ASSERT(error_is(&e, e.q, "a", "lease expired"));
+    ASSERT(error_is(&e, e.q, "t", "timed out after 1000 ms"));
+    ASSERT(error_is(&e, e.q, "af", "dependency um:a ended dead"));
+    ASSERT_STREQ("ready", get_info(e.base, e.q, "ar").state);
+    ASSERT(error_is(&e, e.q, "tf", "dependency um:t ended dead"));
+    const char *orph[] = {"t:{um}:job:", "t:{um}:wake", "cx.", "100", "1000", "99999999999999"};
+    freeReplyObject(server_fcall(e.rc, RJQ__S_ORPHANS, "um", orph, 6));
+    ASSERT(error_is(&e, e.q, "o", "worker lost"));
+    ASSERT(error_is(&e, e.q, "of", "dependency um:o ended dead"));
+    ASSERT_STREQ("ready", get_info(e.base, e.q, "or").state);
+    ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{um}:waiting"));
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{um}:dependents t:{um}:depsfin"));
     env_stop(&e);
 }

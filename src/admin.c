@@ -241,6 +241,7 @@ static int send_delete(rjq_queue *q, const char *what, const char *arg, rjq_coun
     rjq__argv_str(&a, what);
     rjq__argv_str(&a, arg);
     rjq__argv_ll(&a, rjq__queue_dead_max(q)); /* (dependents buried by their policy) */
+    rjq__argv_key(&a, q, RJQ__K_JOB);         /* (its queue's dependents released in the script) */
     return send_admin(q, RJQ__S_DELETE, on_count, (admin_cb){.count = cb}, data, &a);
 }
 

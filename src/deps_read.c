@@ -181,7 +181,8 @@ static const char *counted_word(char mark) {
     }
 }
 
-/* Read the list "<policy> <delay>\n<mark> <queue> <id>..." into d. */
+/* Read the list "<policy> <delay>[ <priority>[ h]]\n<mark> <queue> <id>..." into d
+ * (deps_read.lua gives a released job's 'w' lines as 'c'). */
 static int parse_list(dread *d, const char *s, size_t len) {
     const char *p = memchr(s, '\n', len), *end = s + len;
     size_t n = 0;

@@ -692,7 +692,7 @@ TEST(same_queue_dependent_is_released_by_its_dependencys_completion_once) {
     freeReplyObject(r);
     ASSERT_STREQ("ready", get_info(e.base, e.q, "b").state);
     ASSERT_STREQ("ready", get_info(e.base, e.q, "c").state);
-    ASSERT(deps_line(e.rc, "sq", "b", "\nc sq a"));
+    ASSERT(deps_line(e.rc, "sq", "b", "\nw sq a")); /* (all completed: reads c, not rewritten) */
     ASSERT_EQ(2, server_int(e.rc, "LLEN t:{sq}:ready"));
     ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{sq}:waiting"));
     ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{sq}:dependents a"));
@@ -737,8 +737,10 @@ TEST(same_queue_release_with_a_wrongly_typed_key_is_left_whole_to_the_client) {
     env_stop(&e);
 }
 
-/* (same_queue_release_costs_a_fixed_number_of_commands) */
-#define SAME_QUEUE_RELEASE_COMMANDS 30
+/* (same_queue_release_costs_a_fixed_number_of_commands: 30 before its
+ * released job's list rewrite and options read were cut when its last
+ * dependency completed, deps15) */
+#define SAME_QUEUE_RELEASE_COMMANDS 28
 
 /* The commands a completion runs to release one dependent of its queue,
  * over a plain completion's (COMPLETION_COMMANDS): fixed, and instead of
@@ -759,6 +761,48 @@ TEST(same_queue_release_costs_a_fixed_number_of_commands) {
            COMPLETION_COMMANDS);
     ASSERT_EQ(SAME_QUEUE_RELEASE_COMMANDS, n);
     ASSERT_STREQ("ready", get_info(e.base, e.q, "b").state);
+    env_stop(&e);
+}
+
+/* A dependent of the dependency's own queue leaves no watchers mark (its
+ * dependents entry is what the finishing scripts read): the lean
+ * completion (complete_one.lua) still hands such a job to complete.lua
+ * (-2, nothing written), and a cancel still releases the dependent by its
+ * policy, as the mark made them do. A dependent of another queue still
+ * marks its dependency. */
+TEST(same_queue_dependency_has_no_watchers_mark_and_every_finisher_finds_its_dependents) {
+    test_env e;
+    env_start(&e, "nm");
+    rjq_queue *q2 = open_queue(&e, "nm2");
+    plant_active(e.rc, "nm", "a");
+    enqueue_x_ok(e.base, e.q, "x", 3600000, 0);
+    rjq_dep on_a = {"nm", "a"}, on_x = {"nm", "x"};
+    ASSERT_OK(enqueue_after(&e, e.q, "b", &on_a, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_OK(enqueue_after(&e, e.q, "y", &on_x, 1, RJQ_AFTER_RUN).status);
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{nm}:watchers"));
+    ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{nm}:dependents a"));
+    /* the lean completion refuses a (its entry), writes nothing */
+    const char *lean[] = {"t:{nm}:job:", "-1", "0", "", "0", "0", "0", "a", "1 tok", "r"};
+    redisReply *r = server_fcall(e.rc, RJQ__S_COMPLETE_ONE, "nm", lean, 10);
+    ASSERT(r->type == REDIS_REPLY_INTEGER);
+    ASSERT_EQ(-2, r->integer);
+    freeReplyObject(r);
+    ASSERT_STREQ("active", get_info(e.base, e.q, "a").state);
+    const char *one[] = {"a"};
+    r = complete_fcall(e.rc, "nm", one, 1);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 1 && r->element[0]->integer == 1);
+    freeReplyObject(r);
+    ASSERT_STREQ("ready", get_info(e.base, e.q, "b").state);
+    /* a cancel of x releases y (policy run) */
+    int done = 0;
+    ASSERT_OK(rjq_queue_cancel(e.q, "x", on_cancel_wait, &done));
+    ASSERT(loop_until(e.base, &done, 5000));
+    WAIT_FOR(e.base, state_is(&e, e.q, "y", "ready"), 10000);
+    /* another queue's dependent marks its dependency */
+    plant_active(e.rc, "nm", "k");
+    rjq_dep on_k = {"nm", "k"};
+    ASSERT_OK(enqueue_after(&e, q2, "z", &on_k, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{nm}:watchers k"));
     env_stop(&e);
 }
 
@@ -1727,6 +1771,14 @@ TEST(replay_of_a_dead_dependency_of_its_queue_reblocks_nothing_and_a_buried_depe
     env_stop(&e);
 }
 
+/* (cancel_releasing_a_dependent_of_its_queue_takes_one_script_call: 49
+ * on deprel, where the dependent marked its dependency; merged with deps15
+ * 48: no watchers mark, so no HDEL of the watchers column, one HEXISTS of
+ * the dependents entry instead (notify_finished), and the release reads
+ * the priority from the list's head, no HMGET of the options: as read
+ * from the scripts, the total measured) */
+#define CANCEL_RELEASE_COMMANDS 48
+
 /* rjq_queue_cancel of a job whose only dependent waits in its queue: one
  * script call (the cancel counts it), no deps_due, deps_release or
  * deps_done call of the client's (before: all three, the release a round
@@ -1744,6 +1796,7 @@ TEST(cancel_releasing_a_dependent_of_its_queue_takes_one_script_call) {
     ASSERT_EQ(1, done);
     long long n = server_commands_run(e.rc) - before - 1; /* (the FCALL) */
     printf("commands: cancel releasing a dependent of its queue %lld\n", n);
+    ASSERT_EQ(CANCEL_RELEASE_COMMANDS, n);
     /* (a call the client sent before the callback is run before this read's) */
     ASSERT_STREQ("ready", get_info(e.base, e.q, "b").state);
     ASSERT_EQ(calls + 2, server_script_calls(e.rc)); /* the cancel, the read */
@@ -1775,5 +1828,127 @@ TEST(timeout_to_dead_applies_its_dependents_policies_in_the_reclaim) {
     ASSERT(error_is(&e, e.q, "a", "timed out after 1000 ms"));
     ASSERT(error_is(&e, e.q, "f", "dependency td:a ended dead"));
     ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{td}:waiting"));
+    env_stop(&e);
+}
+
+/* The dependencies of job id of queue q as rjq_queue_get_dependencies
+ * reads them, into rd. */
+static void read_list(test_env *e, const char *id, read_deps *rd) {
+    memset(rd, 0, sizeof *rd);
+    ASSERT_OK(rjq_queue_get_dependencies(e->q, id, on_deps_read, rd));
+    ASSERT(loop_until_count(e->base, &rd->ran, 1, 10000));
+    ASSERT_OK(rd->status);
+}
+
+/* A job released when its last dependency completed keeps its list as it
+ * was enqueued (the release writes no marks: DEPS.release), and still
+ * reads each dependency as completed; a job that left waiting otherwise
+ * (cancelled, or buried by its policy) reads its unfinished ones as
+ * pending; one released after a dependency ended dead (policy run) reads
+ * each as it counted. */
+TEST(released_job_reads_its_dependencies_as_they_counted_without_its_list_rewritten) {
+    test_env e;
+    env_start(&e, "rl");
+    plant_active(e.rc, "rl", "a");
+    plant_active(e.rc, "rl", "k");
+    enqueue_x_ok(e.base, e.q, "x", 3600000, 0);
+    rjq_dep on_a = {"rl", "a"}, on_x = {"rl", "x"};
+    rjq_dep on_ak[2] = {{"rl", "a"}, {"rl", "k"}}, on_kx[2] = {{"rl", "k"}, {"rl", "x"}};
+    ASSERT_OK(enqueue_after(&e, e.q, "b", &on_a, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_OK(enqueue_after(&e, e.q, "r", on_ak, 2, RJQ_AFTER_RUN).status);
+    ASSERT_OK(enqueue_after(&e, e.q, "y", &on_x, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_OK(enqueue_after(&e, e.q, "f", on_kx, 2, RJQ_AFTER_FAIL).status);
+    const char *one[] = {"a"};
+    redisReply *r = complete_fcall(e.rc, "rl", one, 1);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 1 && r->element[0]->integer == 1);
+    freeReplyObject(r);
+    ASSERT_STREQ("ready", get_info(e.base, e.q, "b").state);
+    ASSERT(deps_line(e.rc, "rl", "b", "\nw rl a")); /* (not rewritten) */
+    ASSERT(deps_line(e.rc, "rl", "r", "\nc rl a")); /* (still waiting: written) */
+    ASSERT_EQ(2, fail_fcall(e.rc, "rl", "k"));
+    ASSERT_STREQ("ready", get_info(e.base, e.q, "r").state);
+    ASSERT_STREQ("dead", get_info(e.base, e.q, "f").state);
+    int done = 0;
+    ASSERT_OK(rjq_queue_cancel(e.q, "y", on_cancel_wait, &done));
+    ASSERT(loop_until(e.base, &done, 5000));
+    read_deps rd;
+    read_list(&e, "b", &rd);
+    ASSERT_EQ(1, (long)rd.n);
+    ASSERT_STREQ("rl:a completed completed", rd.line[0]);
+    read_list(&e, "r", &rd);
+    ASSERT_EQ(2, (long)rd.n);
+    ASSERT_STREQ("rl:a completed completed", rd.line[0]);
+    ASSERT_STREQ("rl:k dead dead", rd.line[1]);
+    read_list(&e, "y", &rd);
+    ASSERT_EQ(1, (long)rd.n);
+    ASSERT_STREQ("rl:x delayed pending", rd.line[0]);
+    read_list(&e, "f", &rd);
+    ASSERT_EQ(2, (long)rd.n);
+    ASSERT_STREQ("rl:k dead dead", rd.line[0]);
+    ASSERT_STREQ("rl:x delayed pending", rd.line[1]);
+    env_stop(&e);
+}
+
+/* A dependent of its dependency's own queue leaves no watchers mark (its
+ * dependents entry tells: DEPS.register), so every path that makes the
+ * dependency dead or removes it finds it by that entry: the reclaim of an
+ * expired lease or a timeout with attempts spent, the orphan sweep, and a
+ * delete of a dead dependency whose release never ran (its entry still
+ * there), whose policy 'fail' burial releases the buried job's own
+ * unmarked dependent in that call too (delete.lua sets J.dt). No dependent
+ * of another queue: nothing marks the dependencies, no client releases. */
+TEST(dependency_with_only_unmarked_dependents_of_its_queue_releases_them_on_every_path_to_dead) {
+    test_env e;
+    env_start(&e, "um");
+    /* delete of a dead dependency not yet released: d -> i -> j */
+    plant_active(e.rc, "um", "d");
+    rjq_dep on_d = {"um", "d"}, on_i = {"um", "i"};
+    ASSERT_OK(enqueue_after(&e, e.q, "i", &on_d, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_OK(enqueue_after(&e, e.q, "j", &on_i, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{um}:watchers"));
+    /* its finisher as one that died before the release: the failure sees
+     * no dependents hash (set aside, then put back) */
+    freeReplyObject(server_cmd(e.rc, "RENAME t:{um}:dependents t:{um}:aside"));
+    ASSERT_EQ(2, fail_fcall(e.rc, "um", "d"));
+    freeReplyObject(server_cmd(e.rc, "RENAME t:{um}:aside t:{um}:dependents"));
+    ASSERT_STREQ("waiting", get_info(e.base, e.q, "i").state);
+    count_wait c = {0};
+    ASSERT_OK(rjq_queue_delete(e.q, "d", on_count, &c));
+    ASSERT(loop_until(e.base, &c.done, 5000));
+    ASSERT_OK(c.status);
+    ASSERT_EQ(1, c.n);
+    ASSERT(error_is(&e, e.q, "i", "dependency um:d ended dead"));
+    ASSERT(error_is(&e, e.q, "j", "dependency um:i ended dead"));
+    ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{um}:waiting"));
+    ASSERT_EQ(0, server_int(e.rc, "HLEN t:{um}:dependents"));
+
+    /* reclaim to dead: a's lease expired, t's run time over (attempts
+     * spent); the orphan sweep: o of a dead client (cx) */
+    plant_spent(e.rc, "um", "a", "tok", "1");
+    plant_spent(e.rc, "um", "t", "tok", "1");
+    freeReplyObject(server_cmd(e.rc, "HSET t:{um}:options t 0,3,;1000")); /* a timeout of 1 s */
+    freeReplyObject(server_cmd(e.rc, "ZADD t:{um}:deadlines 1 t"));       /* over */
+    plant_spent(e.rc, "um", "o", "cx.ABCDEFGHIJp1", "99999999999999");
+    rjq_dep on_a = {"um", "a"}, on_t = {"um", "t"}, on_o = {"um", "o"};
+    ASSERT_OK(enqueue_after(&e, e.q, "af", &on_a, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_OK(enqueue_after(&e, e.q, "ar", &on_a, 1, RJQ_AFTER_RUN).status);
+    ASSERT_OK(enqueue_after(&e, e.q, "tf", &on_t, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_OK(enqueue_after(&e, e.q, "of", &on_o, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_OK(enqueue_after(&e, e.q, "or", &on_o, 1, RJQ_AFTER_RUN).status);
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{um}:watchers"));
+    const char *args[] = {"t:{um}:job:", "t:{um}:wake", "0", "1000", "1000", "-1", "0", "0", "0.5"};
+    freeReplyObject(server_fcall(e.rc, RJQ__S_RECLAIM, "um", args, 9));
+    ASSERT(error_is(&e, e.q, "a", "lease expired"));
+    ASSERT(error_is(&e, e.q, "t", "timed out after 1000 ms"));
+    ASSERT(error_is(&e, e.q, "af", "dependency um:a ended dead"));
+    ASSERT_STREQ("ready", get_info(e.base, e.q, "ar").state);
+    ASSERT(error_is(&e, e.q, "tf", "dependency um:t ended dead"));
+    const char *orph[] = {"t:{um}:job:", "t:{um}:wake", "cx.", "100", "1000", "99999999999999"};
+    freeReplyObject(server_fcall(e.rc, RJQ__S_ORPHANS, "um", orph, 6));
+    ASSERT(error_is(&e, e.q, "o", "worker lost"));
+    ASSERT(error_is(&e, e.q, "of", "dependency um:o ended dead"));
+    ASSERT_STREQ("ready", get_info(e.base, e.q, "or").state);
+    ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{um}:waiting"));
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{um}:dependents t:{um}:depsfin"));
     env_stop(&e);
 }

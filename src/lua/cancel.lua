@@ -49,6 +49,10 @@ if state == 'active' then
   end
 elseif state == 'waiting' then
   redis.call('ZREM', waiting, id) -- (waiting for dependencies: deps_add.lua)
+  -- held: its 'w' lines stay pending (not read as completed: deps_read.lua)
+  local list = redis.call('HMGET', J.dp, id)[1]
+  local head, rest = string.match(list or '', '^(%a+ %d+ %-?%d+)(\n.*)$')
+  if head then redis.call('HSET', J.dp, id, head .. ' h' .. rest) end
 else
   unqueue(ready, prio, delayed, id, state, v[3])
 end
@@ -70,7 +74,7 @@ if GROUPS.hinted(v[3]) then
     redis.call('HINCRBY', stats, 'gready', -1)
   end
 end
-local emit = monitor(monitored, events)
+local emit = monitor_and_dependents(J, monitored, events, dependents) -- (J.dt: notify_finished)
 emit('cancelled', id)
 DEPS_TOLD[1] = false
 notify_finished(J, id, v[4], 'cancelled', '')

@@ -64,25 +64,27 @@ local stamp = int(now) -- formatted once: number->string costs per call
 -- deadlines, ready and prio are asked (ready and prio with their type
 -- check: a wrongly typed key exists) and the monitor key is what the
 -- count leaves.
--- (and whether jobs of groups live: the groups' job hash, README "Groups")
+-- (and whether jobs of groups live: the groups' job hash, README "Groups";
+-- and whether jobs have dependents of this queue: the dependents hash,
+-- whose entries are what tells of those, DEPS.register in lib.lua)
 local gjob = groups .. 'job'
-local probe = {monitored, deadlines, gjob}
-if offers > 0 then probe[4] = ready; probe[5] = prio end
+local probe = {monitored, deadlines, gjob, dependents}
+if offers > 0 then probe[5] = ready; probe[6] = prio end
 local exist = redis.call('EXISTS', unpack(probe))
-local has_deadlines, monitored_on, work_waits, has_groups = false, false, false, false
+local has_deadlines, monitored_on, work_waits, has_groups, has_dependents = false, false, false, false, false
 if exist > 0 then
-  has_deadlines = redis.call('EXISTS', deadlines) == 1
+  -- deadlines, gjob and dependents in one EXISTS, counted 1, 2 and 4
+  -- times (EXISTS counts a key named twice twice): its bits
+  local b = redis.call('EXISTS', deadlines, gjob, gjob, dependents, dependents, dependents, dependents)
+  has_deadlines, has_groups, has_dependents = b % 2 == 1, b % 4 >= 2, b >= 4
   local w = 0
   if offers > 0 then
     local nr, np = typed('list', 'LLEN', ready), typed('zset', 'ZCARD', prio)
     work_waits = nr > 0 or np > 0
     w = (nr > 0 and 1 or 0) + (np > 0 and 1 or 0)
   end
-  -- what the count leaves is the monitor key and the groups' job hash:
-  -- asked only when it leaves exactly one of them
-  local rest = exist - w - (has_deadlines and 1 or 0)
-  has_groups = rest == 2 or (rest == 1 and redis.call('EXISTS', gjob) == 1)
-  monitored_on = rest - (has_groups and 1 or 0) > 0
+  -- what the count leaves is the monitor key
+  monitored_on = exist - w - (has_deadlines and 1 or 0) - (has_groups and 1 or 0) - (has_dependents and 1 or 0) > 0
 end
 local emit = monitor(monitored, events, nil, monitored_on)
 
@@ -185,6 +187,7 @@ for i, id in ipairs(ids) do
 end
 
 local with_deps = false -- the ids of jobs of code 3, listed after the offers
+local lists = nil -- their dependents entries, when read here (ent below)
 local kept, sweep = 0, false -- ids in the retention index after this call; sweep due?
 if #gone > 0 then
   local u = undoable()
@@ -204,17 +207,34 @@ if #gone > 0 then
   if nr > 0 then call_all('HSET', J.r, res, 2) end -- (empty results are not stored)
   -- announced once the writes went through; a finished job has no
   -- watchers (the column holds unfinished jobs only, so it stays small)
+  -- the dependents entries of the jobs done, when the queue has some
+  -- (ent[k] for gone[k], false when none; a wrongly typed hash gives none,
+  -- as in DEPS.finished): a dependent of this queue leaves no mark
+  local ent = false
+  if has_dependents then
+    ent = {}
+    for a = 1, #gone, CHUNK do
+      local last = math.min(a + CHUNK - 1, #gone)
+      local part = redis.pcall('HMGET', dependents, unpack(gone, a, last))
+      if part.err then part = {} end
+      for b = a, last do ent[b] = part[b - a + 1] or false end
+    end
+  end
   local told = {}
+  lists = ent and {} or nil
   with_deps = {}
-  for _, i in ipairs(fresh) do
+  for j, i in ipairs(fresh) do
+    local has = ent and ent[j]
     if n[i] then
       DEPS_TOLD[1] = false
       notify(n[i], prefix .. ids[i], 'completed', ARGV[rix[i]])
-      if DEPS_TOLD[1] then -- (dependents to release: lib.lua DEPS_MARK)
-        out[i] = 3
-        with_deps[#with_deps + 1] = ids[i]
-      end
+      has = has or DEPS_TOLD[1] -- (dependents to release: lib.lua DEPS_MARK)
       told[#told + 1] = ids[i]
+    end
+    if has then
+      out[i] = 3
+      with_deps[#with_deps + 1] = ids[i]
+      if lists then lists[#lists + 1] = ent[j] end
     end
     if emit ~= UNMONITORED then emit('completed', ids[i]) end
   end
@@ -247,7 +267,7 @@ end
 if with_deps and #with_deps > 0 then
   local left = DEPS.finished(J, {ready = ready, prio = prio, delayed = delayed, stats = stats,
                                  waiting = waiting, deps = deps, dependents = dependents,
-                                 depsfin = depsfin, wake = wake, emit = emit}, with_deps, 'completed')
+                                 depsfin = depsfin, wake = wake, emit = emit}, with_deps, 'completed', lists)
   local j = 0
   for i = 1, #ids do
     if out[i] == 3 then

@@ -11,13 +11,15 @@
 -- complete.lua has work it does not do: -1 when the queue has jobs with
 -- run-time limits (deadlines) or jobs of groups (the client then sends the
 -- queue's completions to complete.lua for a while), -2 when the job has
--- dependents to release (its watchers hold DEPS_MARK) or this completion
+-- dependents to release (its watchers hold DEPS_MARK, or it has an entry
+-- in dependents: those of its own queue leave no mark) or this completion
 -- makes the retention sweep due. The client then sends the same
 -- completion to complete.lua (a completion may be sent again: the token
 -- makes it once).
 -- KEYS (src/keys.def; bound to these locals): active, completed, stats,
 --       ready, prio, idle, monitored, events, deadlines, groups, scol
---       (state column), rcol (result column), wcol (watchers column)
+--       (state column), rcol (result column), wcol (watchers column),
+--       dependents
 -- ARGV: 1 job name prefix, 2 retention ms (-1: no age limit), 3 most
 --       completed jobs kept (<= 0: no count limit), 4 the offer's idle
 --       field ('': no offer), 5 its epoch, 6 lease ms, 7 slots, 8 the job's
@@ -32,12 +34,13 @@ local t = redis.call('TIME') -- (now_ms(), inline: a call and two tonumbers less
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local stamp = int(now)
 -- Whether a monitor listens, jobs have run-time limits or groups, and
--- (for an offer) jobs wait: one EXISTS, as complete.lua.
+-- (for an offer) jobs wait, and whether jobs have dependents: one
+-- EXISTS, as complete.lua.
 local gjob = groups .. 'job'
 local exist
-if field ~= '' then exist = redis.call('EXISTS', monitored, deadlines, gjob, ready, prio)
-else exist = redis.call('EXISTS', monitored, deadlines, gjob) end
-local waiting, monitored_on = false, false
+if field ~= '' then exist = redis.call('EXISTS', monitored, deadlines, gjob, dependents, ready, prio)
+else exist = redis.call('EXISTS', monitored, deadlines, gjob, dependents) end
+local waiting, monitored_on, has_dependents = false, false, false
 if exist > 0 then
   local w = 0
   if field ~= '' then
@@ -46,8 +49,11 @@ if exist > 0 then
     w = (nr > 0 and 1 or 0) + (np > 0 and 1 or 0)
   end
   if exist - w > 0 then
-    if redis.call('EXISTS', deadlines, gjob) > 0 then return NOT_LEAN end
-    monitored_on = true
+    -- dependents counted 3 times (EXISTS counts a key named twice twice)
+    local b = redis.call('EXISTS', deadlines, gjob, dependents, dependents, dependents)
+    if b % 3 > 0 then return NOT_LEAN end
+    has_dependents = b >= 3
+    monitored_on = exist - w - (has_dependents and 1 or 0) > 0
   end
 end
 -- (typed(), inline: each read checks its key's type)
@@ -58,6 +64,8 @@ x = redis.pcall('HMGET', wcol, id)
 if x.err then lean_refuse(x, wcol, 'hash') end
 local n = x[1]
 if n and string.find(n, DEPS_MARK, 1, true) then return NOT_THIS end
+-- (a wrongly typed dependents hash: no entry, as complete.lua reads it)
+if has_dependents and redis.pcall('HEXISTS', dependents, id) == 1 then return NOT_THIS end
 -- the offer's registration, read before the first write (complete.lua)
 local v = false
 if field ~= '' and not waiting then

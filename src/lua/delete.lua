@@ -15,14 +15,16 @@
 --       deps, ready, prio, delayed, stats, waiting, dependents, depsfin,
 --       monitored, events, wake
 -- ARGV: 1 'id', 'dead' or 'cancelled'; 2 the id, or n (<= 1000); 3 the
---       dead cap (for dependents buried by their policy 'fail')
+--       dead cap (for dependents buried by their policy 'fail'); 4 the job
+--       name prefix (which names this queue: DEPS.queue, and the jobs a
+--       release buries)
 -- Returns, for an id: 1 deleted, -1 no such job, -2 it is in another
 -- state; for a set: how many were deleted. When dependents of other queues
 -- are left to release: { that, the outcome ('dead' or 'cancelled'), own,
 -- then per job with some its id and its dependents entry }: first the own
 -- deleted jobs' (that outcome), then those of the jobs of this queue the
 -- release buried by their policy 'fail' (outcome dead).
-local J = columns(cols)
+local J = columns(cols, ARGV[4])
 J.u = dedup
 J.dp = deps
 expect_types({dead, 'zset', cancelled, 'zset', J.u, 'zset', J.dp, 'hash', J.d, 'hash', J.s, 'hash', J.o, 'hash',
@@ -33,6 +35,9 @@ local dead_max = tonumber(ARGV[3]) or 1000000
 -- released yet: the reply's tail (see above), {} when none.
 local function release(ids, outcome)
   if #ids == 0 or redis.call('EXISTS', dependents) == 0 then return {} end
+  -- (a job its release buries whose dependents are of this queue: they
+  -- leave no watchers mark, their entry tells: notify_finished, J.dt)
+  J.dt = dependents
   local have, with = hmget(dependents, ids, 'hash'), {}
   for k, id in ipairs(ids) do if have[k] then with[#with + 1] = id end end
   if #with == 0 then return {} end

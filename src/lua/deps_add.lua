@@ -15,11 +15,16 @@
 --       ('' = defaults, else as enqueue.lua takes them), policy ('fail',
 --       'run' or 'ignore'), the number n of its dependencies, then n
 --       times: the dependency's queue, its id.
--- The dependencies column value: "<policy> <delay ms>", then a line per
--- dependency "<mark> <queue> <id>", mark 'w' while it is pending, else how
--- it ended: 'c' completed, 'd' dead, 'x' cancelled, 'm' missing (no such
--- job), '-' dropped by the policy 'ignore' (names and ids have no blanks:
--- src/validate.c).
+-- The dependencies column value: "<policy> <delay ms> <priority>", then a
+-- line per dependency "<mark> <queue> <id>", mark 'w' while it is pending,
+-- else how it ended: 'c' completed, 'd' dead, 'x' cancelled, 'm' missing
+-- (no such job), '-' dropped by the policy 'ignore' (names and ids have no
+-- blanks: src/validate.c). The release that makes the job ready or delayed
+-- when its last dependency completed writes no marks (DEPS.release): a job
+-- out of the waiting state whose head has the priority and no " h" (held:
+-- it left waiting otherwise, buried by its policy or cancelled) reads its
+-- 'w' lines as 'c' (deps_read.lua). A head without the priority (written
+-- before it had one) has every mark written.
 -- Returns { id, existed } per job: an id that exists is reported
 -- (existed = 1) and nothing of that job is written; existed = 2: written,
 -- and registered here with each of its dependencies of this queue, all
@@ -37,13 +42,13 @@ while i <= #ARGV do
   if not n or n < 1 or i + 4 + 2 * n > #ARGV then
     return redis.error_reply('ERR rjq deps_add: no dependencies')
   end
-  local delay, stored = 0, false
+  local delay, prio, stored = 0, 0, false
   if opts ~= '' then
-    local d, _, s, _, debounce = job_options(opts)
+    local d, p, s, _, debounce = job_options(opts)
     if not d or debounce then return redis.error_reply('ERR rjq deps_add: bad job options') end
-    delay, stored = d, s
+    delay, prio, stored = d, p, s
   end
-  local lines = {policy .. ' ' .. int(delay)}
+  local lines = {policy .. ' ' .. int(delay) .. ' ' .. int(prio)}
   for k = i + 5, i + 4 + 2 * n, 2 do
     lines[#lines + 1] = 'w ' .. ARGV[k] .. ' ' .. ARGV[k + 1]
     if ARGV[k] == here then mine = true end
@@ -53,7 +58,7 @@ while i <= #ARGV do
 end
 if #jobs == 0 then return redis.error_reply('ERR rjq deps_add: no dependencies') end
 expect_types({stats, 'hash', J.d, 'hash', J.s, 'hash', J.o, 'hash', waiting, 'zset', deps, 'hash'})
-if mine then expect_types({J.n, 'hash', dependents, 'hash'}) end
+if mine then expect_types({dependents, 'hash'}) end -- (no watchers mark for those: DEPS.register)
 int_fields(stats, 'seq', 'skipped')
 -- which caller ids exist (one HMGET); numbered ids from one HINCRBY
 local given = {}

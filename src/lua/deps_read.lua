@@ -10,12 +10,23 @@
 -- ARGV: 1 the id of the job whose list to read ('' = none), 2 the id of
 --       the job whose dependents to read ('' = none), then the ids of jobs
 --       of this queue to read
+-- The list as its marks read: a job out of the waiting state whose list
+-- has a head with its priority and without " h" was released when its
+-- last dependency completed, which writes no marks (DEPS.release in
+-- lib.lua): its 'w' lines are given as 'c'.
 -- Returns { list or false, dependents or false, then per id: state ('missing' when there is no
 -- such job), result (completed: '' when it returned nothing; else false),
 -- error (the last failure's text, or false) }.
 local J = columns(cols)
 local out = {false, false}
-if ARGV[1] ~= '' then out[1] = redis.call('HMGET', deps, ARGV[1])[1] end
+if ARGV[1] ~= '' then
+  local list = redis.call('HMGET', deps, ARGV[1])[1]
+  if list and string.find(list, '\nw ', 1, true) and string.find(list, '^%a+ %d+ %-?%d+\n') then
+    local s = redis.call('HMGET', J.s, ARGV[1])[1]
+    if s and state_of(s) ~= 'waiting' then list = string.gsub(list, '\nw ', '\nc ') end
+  end
+  out[1] = list
+end
 if ARGV[2] ~= '' then out[2] = redis.call('HMGET', dependents, ARGV[2])[1] end
 local n = #ARGV - 2
 if n < 1 then return out end

@@ -46,7 +46,8 @@ if select(4, parse_options(v[2])) then -- a timeout: its run time's end
   if e and tonumber(e) <= now then return 0 end
 end
 local q = {ready = ready, prio = prio, delayed = delayed, dead = dead, stats = stats, wake = wake, now = now,
-           jitter = jitter, dead_max = dead_max, emit = monitor(monitored, events)}
+           jitter = jitter, dead_max = dead_max,
+           emit = monitor_and_dependents(J, monitored, events, dependents)} -- (J.dt: notify_finished)
 redis.call('ZREM', active, id)
 -- a job of a group: its slot is freed, a retry waits in its group
 -- (README "Groups", groups_lib.lua)

@@ -644,8 +644,10 @@ local INLINE_RESULT_MAX = 65536
 local OUTCOMES = {} -- framed channel -> the call's outcomes (emptied by finish)
 local OUTCOME_MESSAGE_BYTES = 65536
 
--- Dependencies (deps_watch.lua): a job that other jobs wait for has the
--- mark DEPS_MARK among its watchers (no reply channel is that); notify()
+-- Dependencies (deps_watch.lua): a job that jobs of other queues wait for
+-- has the mark DEPS_MARK among its watchers (no reply channel is that;
+-- one waited for by jobs of its own queue only has none: its dependents
+-- entry tells, DEPS.register, notify_finished); notify()
 -- publishes nothing for it and sets DEPS_TOLD[1] to the job's name, so a
 -- finishing script can tell its caller (complete.lua, fail.lua,
 -- cancel.lua) to release the dependents (deps_due.lua). A script that
@@ -689,16 +691,23 @@ end
 -- The last outcome of job id (chs: its watchers, false when none): told,
 -- and the watchers go with it (the column holds unfinished jobs only).
 -- complete.lua does the same for a batch with one HDEL.
--- A job with dependents (DEPS_MARK among its watchers) goes in J.df (the
--- depsfin index, which every script that can finish such a job declares),
--- so the sweep finds it if its finisher dies before telling them.
+-- A job with dependents (DEPS_MARK among its watchers; or, when the
+-- script declares the dependents hash as J.dt, an entry there: dependents
+-- of the job's own queue leave no mark, DEPS.register) sets DEPS_TOLD and
+-- goes in J.df (the depsfin index, which every script that can finish
+-- such a job declares), so the sweep finds it if its finisher dies before
+-- telling them.
 local function notify_finished(J, id, chs, kind, body)
-  if not chs then return end
-  notify(chs, J.prefix .. id, kind, body)
-  if J.df and string.find(chs, DEPS_MARK, 1, true) then
+  local told = chs and string.find(chs, DEPS_MARK, 1, true)
+  if not told and J.dt and redis.pcall('HEXISTS', J.dt, id) == 1 then -- (a wrongly typed hash: none)
+    told = true
+    DEPS_TOLD[1] = J.prefix .. id
+  end
+  if chs then notify(chs, J.prefix .. id, kind, body) end
+  if J.df and told then
     redis.pcall('ZADD', J.df, now_ms(), id) -- (a wrongly typed index: the sweep's deps_due refuses it)
   end
-  redis.call('HDEL', J.n, id)
+  if chs then redis.call('HDEL', J.n, id) end
 end
 
 -- Write watchers: fv = { id, channels, ... }. Every write of the column
@@ -733,7 +742,7 @@ local EVENTS = {} -- channel -> the call's events (emptied by finish)
 local EVENTS_PER_MESSAGE = 1000
 
 -- on: whether the key `monitored` exists, when the caller knows (nil:
--- read here).
+-- read here; monitor_and_dependents below asks one more key with it).
 local function monitor(monitored, events, now, on)
   if on == nil then on = redis.call('EXISTS', monitored) == 1 end
   if on then
@@ -750,6 +759,17 @@ local function monitor(monitored, events, now, on)
     end
   end
   return UNMONITORED
+end
+
+-- monitor() for a script that may finish a job with dependents of its own
+-- queue (they leave no watchers mark, DEPS.register): the same EXISTS
+-- asks whether the queue has a dependents hash (named twice: EXISTS counts
+-- it twice), and J.dt is set to it only then (notify_finished reads its
+-- entry), so a queue without dependents pays no command more.
+local function monitor_and_dependents(J, monitored, events, dependents)
+  local b = redis.call('EXISTS', monitored, dependents, dependents)
+  if b >= 2 then J.dt = dependents end
+  return monitor(monitored, events, nil, b % 2 == 1)
 end
 
 -- Writes that check their own key's type, so a script spares a TYPE per
@@ -1019,22 +1039,35 @@ DEPS.MARKS = {completed = 'c', dead = 'd', cancelled = 'x', missing = 'm'}
 -- delay), 3 buried by the policy 'fail'; more 1 when the job buried has
 -- dependents of its own to release (DEPS_TOLD), else 0.
 -- What it reads, once for all its releases (a job released twice in one
--- call sees its first release: these are kept up to date): the state (S),
--- options (O) and dependencies (L) of each job; the writes of jobs counted
+-- call sees its first release: these are kept up to date): the state (S)
+-- and dependencies (L) of each job, and the options (O) of those whose
+-- list's head has no priority (deps_add.lua); the writes of jobs counted
 -- or released go at the end, a command each (dirty: the jobs whose list
 -- changed, in order; st: their new states; rpush: the jobs made ready with
--- priority 0, in order).
+-- priority 0, in order). A job released when its last dependency
+-- completed, every mark this call changed a 'c', keeps its list as it was
+-- (its 'w' lines read as 'c' once it left waiting: deps_add.lua); one
+-- buried by its policy gets " h" on its head (held).
 function DEPS.release(J, Q, rel, from)
   local MARKS, deps = DEPS.MARKS, Q.deps
-  local uniq, S, O, L = {}, {}, {}, {}
+  local uniq, S, O, L, P = {}, {}, {}, {}, {}
   for i = from or 1, #rel, 4 do
     if S[rel[i]] == nil then uniq[#uniq + 1] = rel[i]; S[rel[i]] = false end
   end
   do
-    local sv, ov, lv = hmget(J.s, uniq), hmget_sparse(J.o, uniq), hmget(deps, uniq)
-    for k, id in ipairs(uniq) do S[id] = sv[k]; O[id] = ov[k]; L[id] = lv[k] end
+    local sv, lv, old = hmget(J.s, uniq), hmget(deps, uniq), {}
+    for k, id in ipairs(uniq) do
+      S[id] = sv[k]; L[id] = lv[k]
+      local p = lv[k] and string.match(lv[k], '^%a+ %d+ (%-?%d+)\n')
+      if p then P[id] = tonumber(p) elseif lv[k] then old[#old + 1] = id end
+    end
+    if #old > 0 then
+      local ov = hmget_sparse(J.o, old)
+      for k, id in ipairs(old) do O[id] = ov[k] end
+    end
   end
-  local dirty, is_dirty, st, gone, rpush = {}, {}, {}, {}, {}
+  local dirty, is_dirty, st, gone, rpush, unlike = {}, {}, {}, {}, {}, {}
+  -- (unlike[id]: a mark other than 'c' changed in this call, so the list is written)
   local now -- (the server's time, read once, when a job is buried or delayed)
   local function clock() now = now or now_ms(); return now end
 
@@ -1046,20 +1079,22 @@ function DEPS.release(J, Q, rel, from)
     local entry = ' ' .. dq .. ' ' .. did
     local head, at = string.match(list, '^([^\n]*)\n()')
     if not head then return 0, 0 end
-    local policy, delay = string.match(head, '^(%a+) (%d+)$')
+    local policy, delay = string.match(head, '^(%a+) (%d+)')
     local lines, found, pending = {head}, false, 0
     for line in string.gmatch(string.sub(list, at), '[^\n]+') do
       if line == 'w' .. entry then -- (every line of it: a dependency listed twice)
         found = true
         if mark ~= 'c' and policy == 'ignore' then line = '-' .. entry else line = mark .. entry end
+        if mark ~= 'c' then unlike[id] = true end
       elseif string.sub(line, 1, 1) == 'w' then
         pending = pending + 1
       end
       lines[#lines + 1] = line
     end
     if not found then return 0, 0 end
-    L[id] = table.concat(lines, '\n')
     if mark ~= 'c' and policy == 'fail' then
+      if P[id] then lines[1] = head .. ' h' end -- (held: its 'w' lines stay pending)
+      L[id] = table.concat(lines, '\n')
       redis.call('HSET', deps, id, L[id])
       is_dirty[id] = nil
       S[id] = false
@@ -1070,8 +1105,10 @@ function DEPS.release(J, Q, rel, from)
                                                   or ' ended ' .. outcome), Q.dead_max, Q.emit, nil, tm)
       return 3, DEPS_TOLD[1] and 1 or 0
     end
+    L[id] = table.concat(lines, '\n')
     if not is_dirty[id] then is_dirty[id] = true; dirty[#dirty + 1] = id end
     if pending > 0 then return 1, 0 end
+    if P[id] and not unlike[id] then is_dirty[id] = nil end -- (all completed: not written)
     gone[#gone + 1] = id
     delay = tonumber(delay) or 0
     if delay > 0 then
@@ -1081,7 +1118,7 @@ function DEPS.release(J, Q, rel, from)
     else
       S[id] = state_value('ready', attempts, nil, tm)
       st[#st + 1] = id; st[#st + 1] = S[id]
-      local p = (parse_options(O[id]))
+      local p = P[id] or (parse_options(O[id]))
       if p == 0 then rpush[#rpush + 1] = id else push_ready(Q.ready, Q.prio, Q.stats, Q.wake, id, p, false) end
     end
     return 2, 0
@@ -1114,16 +1151,27 @@ end
 -- J.d, J.s, J.n and dependents checked by the caller). Race-free like
 -- watch.lua: a job that has finished is answered from its state at once
 -- (the caller then counts it, DEPS.release); one still unfinished records
--- the dependent in its dependents entry and the mark DEPS_MARK among its
--- watchers, so the script that finishes it has its dependents released.
+-- the dependent in its dependents entry, so the script that finishes it
+-- has its dependents released: a dependent of another queue (or a batch)
+-- also puts the mark DEPS_MARK among its watchers, one of J's own queue
+-- does not (the entry is what every finishing script reads for those:
+-- complete.lua when its queue has entries, notify_finished with J.dt).
 -- Idempotent: a dependent registered twice is recorded once. Returns per
 -- registration the outcome so far: 'waiting' (registered), 'completed',
 -- 'dead', 'cancelled', or 'missing' (no such job).
 function DEPS.register(J, dependents, regs)
-  local ids = {}
-  for i = 1, #regs, 3 do ids[#ids + 1] = regs[i] end
-  local s, n = hmget(J.s, ids), hmget(J.n, ids)
-  local have = hmget(dependents, ids)
+  local here = DEPS.queue(J)
+  local ids, away = {}, {} -- away: the jobs given a dependent of another queue (marked)
+  for i = 1, #regs, 3 do
+    ids[#ids + 1] = regs[i]
+    if regs[i + 1] ~= here then away[#away + 1] = regs[i] end
+  end
+  local s, have = hmget(J.s, ids), hmget(dependents, ids)
+  local n = {} -- (the watchers of the jobs to mark, by id)
+  if #away > 0 then
+    local w = hmget(J.n, away)
+    for k, id in ipairs(away) do n[id] = w[k] or '' end
+  end
   -- order: the jobs given dependents (first seen); had/list: their entry as read, as written
   local out, order, had, list, marks, stale = {}, {}, {}, {}, {}, {}
   for k, id in ipairs(ids) do
@@ -1140,10 +1188,11 @@ function DEPS.register(J, dependents, regs)
         order[#order + 1] = id
         had[id] = have[k] or false
         list[id] = have[k] or false
-        local w = n[k] or ''
-        if not string.find(' ' .. w .. ' ', ' ' .. DEPS_MARK .. ' ', 1, true) then
-          marks[#marks + 1] = id; marks[#marks + 1] = w == '' and DEPS_MARK or w .. ' ' .. DEPS_MARK
-        end
+      end
+      local w = n[id]
+      if regs[3 * k - 1] ~= here and not string.find(' ' .. w .. ' ', ' ' .. DEPS_MARK .. ' ', 1, true) then
+        marks[#marks + 1] = id; marks[#marks + 1] = w == '' and DEPS_MARK or w .. ' ' .. DEPS_MARK
+        n[id] = DEPS_MARK -- (marked once)
       end
       local l = list[id]
       if not l then
@@ -1185,8 +1234,10 @@ end
 -- left ('' none) } per job of ids, in order, then { id, entry left, ... }
 -- of the jobs the cascade buried that have an entry left (dependents of
 -- other queues: the caller's reply carries them, as its own jobs', so the
--- client releases them at once, not the sweep a period later).
-function DEPS.finished(J, Q, ids, outcome)
+-- client releases them at once, not the sweep a period later). known (may
+-- be nil): the dependents entries of ids as the caller read them (false
+-- for none), not read again.
+function DEPS.finished(J, Q, ids, outcome, known)
   local here, ok = DEPS.queue(J), nil
   local function writable() -- (asked once, when a line names this queue)
     local spec = {Q.ready, 'list', Q.prio, 'zset', Q.delayed, 'zset', Q.waiting, 'zset', Q.deps, 'hash',
@@ -1200,8 +1251,9 @@ function DEPS.finished(J, Q, ids, outcome)
   -- releases in one DEPS.release, its writes a command each.
   local out, buried, round, oc, first = {}, {}, ids, outcome, true
   while #round > 0 do
-    -- (a wrongly typed hash gives no entries: the sweep's deps_due.lua refuses it)
-    local lists = try_all('HMGET', Q.dependents, round)
+    -- (known: as the caller read them; a wrongly typed hash gives no
+    -- entries: the sweep's deps_due.lua refuses it)
+    local lists = known or try_all('HMGET', Q.dependents, round)
     local rel, left, drop, keep, index, unindex = {}, {}, {}, {}, {}, {}
     for k, id in ipairs(round) do
       local list, rest, mine = lists[k], {}, 0
@@ -1246,7 +1298,7 @@ function DEPS.finished(J, Q, ids, outcome)
       if first then out[#out + 1] = id; out[#out + 1] = left[k]
       elseif left[k] ~= '' then buried[#buried + 1] = id; buried[#buried + 1] = left[k] end
     end
-    round, oc, first = nextr, 'dead', false
+    round, oc, first, known = nextr, 'dead', false, nil
   end
   return out, buried
 end

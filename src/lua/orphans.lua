@@ -52,7 +52,7 @@ end
 -- first write: a HINCRBY refused after the ZREM below lost the job
 if #members > 0 or #scanned > 0 then int_fields(stats, 'dead', 'reclaimed') end
 local q = {ready = ready, prio = prio, dead = dead, stats = stats, wake = wake, now = now, dead_max = dead_max,
-           emit = monitor(monitored, events)}
+           emit = monitor_and_dependents(J, monitored, events, dependents)} -- (J.dt: notify_finished)
 -- the jobs to return: {id, attempts, token, times}
 local lost, took = {}, {}
 for _, m in ipairs(members) do

@@ -28,11 +28,21 @@ for i = 7, #ARGV, 4 do
 end
 local J = columns(cols, prefix)
 J.u, J.dp, J.df = dedup, deps, depsfin -- (a burial past the dead cap forgets the oldest dead: forget_jobs)
-expect_types({ready, 'list', prio, 'zset', delayed, 'zset', stats, 'hash', J.s, 'hash', J.e, 'hash',
-              J.n, 'hash', waiting, 'zset', deps, 'hash', dead, 'zset', J.u, 'zset'})
+-- The keys written checked first (a wrongly typed one would fail a write
+-- halfway): stats by int_fields' read; not the state, options and deps
+-- columns, which DEPS.release reads (HMGET) before its first write, so a
+-- wrong type there fails with nothing written and is named below (3 TYPE
+-- calls a call fewer).
+expect_types({ready, 'list', prio, 'zset', delayed, 'zset', J.e, 'hash', J.n, 'hash', waiting, 'zset',
+              dead, 'zset', J.u, 'zset'})
 int_fields(stats, 'seq', 'skipped', 'dead')
 -- (the work: DEPS.release in lib.lua, which complete.lua and fail.lua call
 -- for the dependents of their own queue)
-return DEPS.release(J, {ready = ready, prio = prio, delayed = delayed, stats = stats, waiting = waiting,
-                        deps = deps, dead = dead, wake = wake, dead_max = dead_max,
-                        emit = monitor(monitored, events)}, ARGV, 4)
+local ok, out = pcall(DEPS.release, J, {ready = ready, prio = prio, delayed = delayed, stats = stats,
+                                        waiting = waiting, deps = deps, dead = dead, wake = wake,
+                                        dead_max = dead_max, emit = monitor(monitored, events)}, ARGV, 4)
+if ok then return out end
+if string.find(type(out) == 'table' and tostring(out.err) or tostring(out), 'WRONGTYPE', 1, true) then
+  expect_types({J.s, 'hash', J.o, 'hash', deps, 'hash'})
+end
+error(out)

@@ -1780,10 +1780,10 @@ TEST(timeout_to_dead_applies_its_dependents_policies_in_the_reclaim) {
  * the dependency's), their cost pinned and their type checks. */
 
 /* (other_queue_release_costs_a_fixed_number_of_commands: deps_release of
- * one release that makes its job ready, without the state and deps
- * columns' TYPE calls since "deps_release: 3 TYPE calls a call fewer"
- * (was 23); deps_done of one job) */
-#define OTHER_QUEUE_RELEASE_COMMANDS 20
+ * one release that makes its job ready: 23 commands before
+ * "deps_release checks 3 TYPEs fewer a call", 20 after it, 16 since a call
+ * of completions checks no key of a burial; deps_done of one job) */
+#define OTHER_QUEUE_RELEASE_COMMANDS 16
 #define OTHER_QUEUE_DONE_COMMANDS 3
 
 /* deps_done as the client calls it: job id of q, whose dependents entry
@@ -1871,6 +1871,18 @@ TEST(other_queue_steps_refuse_a_wrongly_typed_column_naming_it_with_nothing_writ
     freeReplyObject(server_cmd(e.rc, "RENAME t:{ow}:deps.saved t:{ow}:deps"));
     ASSERT(deps_line(e.rc, "ow", "b", "\nw ow a")); /* nothing counted */
     ASSERT_STREQ("waiting", get_info(e.base, e.q, "b").state);
+    /* a release that can bury (an outcome other than 'completed') checks
+     * the keys of a burial first; one of completions does not use them */
+    freeReplyObject(server_cmd(e.rc, "SET t:{ow}:dead x"));
+    r = release_fcall(e.rc, "ow", "b", "ow", "a", "dead");
+    ASSERT(r->type == REDIS_REPLY_ERROR);
+    ASSERT(strstr(r->str, "t:{ow}:dead holds a string, rjq expects a zset") != NULL);
+    freeReplyObject(r);
+    ASSERT(deps_line(e.rc, "ow", "b", "\nw ow a")); /* nothing counted */
+    r = release_fcall(e.rc, "ow", "b", "ow", "a", "completed");
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 2);
+    ASSERT_EQ(1, r->element[0]->integer); /* counted, a2 pending */
+    freeReplyObject(r);
     /* deps_watch: a wrongly typed dependents column */
     freeReplyObject(server_cmd(e.rc, "SET t:{ow}:dependents x"));
     r = watch_fcall(e.rc, "ow", "a3", "ox", "c");

@@ -1952,3 +1952,121 @@ TEST(dependency_with_only_unmarked_dependents_of_its_queue_releases_them_on_ever
     ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{um}:dependents t:{um}:depsfin"));
     env_stop(&e);
 }
+
+/* ---- a dependent of another queue: the client's steps (deps_watch on
+ * the dependency's queue, deps_release on the dependent's, deps_done on
+ * the dependency's), their cost pinned and their type checks. */
+
+/* (other_queue_release_costs_a_fixed_number_of_commands: deps_release of
+ * one release that makes its job ready: 23 commands before
+ * "deps_release checks 3 TYPEs fewer a call", 20 after it, 16 since a call
+ * of completions checks no key of a burial; deps_done of one job) */
+#define OTHER_QUEUE_RELEASE_COMMANDS 16
+#define OTHER_QUEUE_DONE_COMMANDS 3
+
+/* deps_done as the client calls it: job id of q, whose dependents entry
+ * `entry` was released. */
+static redisReply *done_fcall(redisContext *rc, const char *q, const char *id, const char *entry) {
+    const char *args[] = {id, entry};
+    return server_fcall_reply(rc, RJQ__S_DEPS_DONE, q, args, 2);
+}
+
+/* deps_watch as the client calls it: dependent did of queue dq registered
+ * with job id of q. */
+static redisReply *watch_fcall(redisContext *rc, const char *q, const char *id, const char *dq,
+                               const char *did) {
+    const char *args[] = {id, dq, did};
+    return server_fcall_reply(rc, RJQ__S_DEPS_WATCH, q, args, 3);
+}
+
+/* A dependent of another queue, step by step as its client carries it:
+ * the completion of its dependency replies its entry (code 3), one
+ * deps_release call makes it ready with a fixed number of commands, one
+ * deps_done call drops the entry and the sweep's index with a fixed number;
+ * each sent again changes nothing (released once, not twice). */
+TEST(other_queue_release_costs_a_fixed_number_of_commands_and_counts_once) {
+    test_env e;
+    env_start(&e, "oa");
+    rjq_queue *q2 = open_queue(&e, "ob");
+    plant_active(e.rc, "oa", "a");
+    rjq_dep on_a = {"oa", "a"};
+    ASSERT_OK(enqueue_after(&e, q2, "b", &on_a, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{oa}:dependents a")); /* (deps_watch went) */
+    const char *one[] = {"a"};
+    redisReply *r = complete_fcall(e.rc, "oa", one, 1);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 3);
+    ASSERT_EQ(3, r->element[0]->integer); /* the entry left to the client */
+    ASSERT_STREQ("ob b", r->element[2]->str);
+    freeReplyObject(r);
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{oa}:depsfin")); /* for the sweep meanwhile */
+    long long before = server_commands_run(e.rc);
+    r = release_fcall(e.rc, "ob", "b", "oa", "a", "completed");
+    long long release = server_commands_run(e.rc) - before - 1; /* (the FCALL) */
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 2);
+    ASSERT_EQ(2, r->element[0]->integer); /* released */
+    freeReplyObject(r);
+    before = server_commands_run(e.rc);
+    r = done_fcall(e.rc, "oa", "a", "ob b");
+    long long done = server_commands_run(e.rc) - before - 1;
+    ASSERT(r->type == REDIS_REPLY_INTEGER && r->integer == 1);
+    freeReplyObject(r);
+    printf("commands: deps_release of one dependent %lld, deps_done of one job %lld\n", release, done);
+    ASSERT_EQ(OTHER_QUEUE_RELEASE_COMMANDS, release);
+    ASSERT_EQ(OTHER_QUEUE_DONE_COMMANDS, done);
+    ASSERT_STREQ("ready", get_info(e.base, q2, "b").state);
+    ASSERT_EQ(1, server_int(e.rc, "LLEN t:{ob}:ready"));
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{oa}:dependents a"));
+    ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{oa}:depsfin"));
+    /* both sent again (replies lost): nothing released twice */
+    r = release_fcall(e.rc, "ob", "b", "oa", "a", "completed");
+    ASSERT_EQ(0, r->element[0]->integer);
+    freeReplyObject(r);
+    r = done_fcall(e.rc, "oa", "a", "ob b");
+    ASSERT(r->type == REDIS_REPLY_INTEGER && r->integer == 0);
+    freeReplyObject(r);
+    ASSERT_EQ(1, server_int(e.rc, "LLEN t:{ob}:ready"));
+    ASSERT_STREQ("ready", get_info(e.base, q2, "b").state);
+    env_stop(&e);
+}
+
+/* The keys deps_release and deps_watch no longer check with TYPE (read
+ * before their first write): a wrongly typed one is refused with the
+ * error naming it, nothing written. */
+TEST(other_queue_steps_refuse_a_wrongly_typed_column_naming_it_with_nothing_written) {
+    test_env e;
+    env_start(&e, "ow");
+    enqueue_x_ok(e.base, e.q, "a", 3600000, 0);
+    enqueue_x_ok(e.base, e.q, "a2", 3600000, 0);
+    enqueue_x_ok(e.base, e.q, "a3", 3600000, 0);
+    rjq_dep two[2] = {{"ow", "a"}, {"ow", "a2"}};
+    ASSERT_OK(enqueue_after(&e, e.q, "b", two, 2, RJQ_AFTER_RUN).status);
+    freeReplyObject(server_cmd(e.rc, "RENAME t:{ow}:deps t:{ow}:deps.saved"));
+    freeReplyObject(server_cmd(e.rc, "SET t:{ow}:deps x"));
+    redisReply *r = release_fcall(e.rc, "ow", "b", "ow", "a", "completed");
+    ASSERT(r->type == REDIS_REPLY_ERROR);
+    ASSERT(strstr(r->str, "t:{ow}:deps holds a string, rjq expects a hash") != NULL);
+    freeReplyObject(r);
+    freeReplyObject(server_cmd(e.rc, "RENAME t:{ow}:deps.saved t:{ow}:deps"));
+    ASSERT(deps_line(e.rc, "ow", "b", "\nw ow a")); /* nothing counted */
+    ASSERT_STREQ("waiting", get_info(e.base, e.q, "b").state);
+    /* a release that can bury (an outcome other than 'completed') checks
+     * the keys of a burial first; one of completions does not use them */
+    freeReplyObject(server_cmd(e.rc, "SET t:{ow}:dead x"));
+    r = release_fcall(e.rc, "ow", "b", "ow", "a", "dead");
+    ASSERT(r->type == REDIS_REPLY_ERROR);
+    ASSERT(strstr(r->str, "t:{ow}:dead holds a string, rjq expects a zset") != NULL);
+    freeReplyObject(r);
+    ASSERT(deps_line(e.rc, "ow", "b", "\nw ow a")); /* nothing counted */
+    r = release_fcall(e.rc, "ow", "b", "ow", "a", "completed");
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 2);
+    ASSERT_EQ(1, r->element[0]->integer); /* counted, a2 pending */
+    freeReplyObject(r);
+    /* deps_watch: a wrongly typed dependents column */
+    freeReplyObject(server_cmd(e.rc, "SET t:{ow}:dependents x"));
+    r = watch_fcall(e.rc, "ow", "a3", "ox", "c");
+    ASSERT(r->type == REDIS_REPLY_ERROR);
+    ASSERT(strstr(r->str, "t:{ow}:dependents holds a string, rjq expects a hash") != NULL);
+    freeReplyObject(r);
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{ow}:watchers a3")); /* no mark written */
+    env_stop(&e);
+}

@@ -24,17 +24,31 @@ local dead_max = tonumber(ARGV[3])
 if not dead_max or #ARGV < 7 or (#ARGV - 3) % 4 ~= 0 then
   return redis.error_reply('ERR rjq deps_release: bad arguments')
 end
+local buries = false -- (only a dependency that did not complete can bury a job: policy 'fail')
 for i = 7, #ARGV, 4 do
   if not DEPS.MARKS[ARGV[i]] then return redis.error_reply('ERR rjq deps_release: bad arguments') end
+  if ARGV[i] ~= 'completed' then buries = true end
 end
 local J = columns(cols, prefix)
 J.u, J.dp, J.df = dedup, deps, depsfin -- (a burial past the dead cap forgets the oldest dead: forget_jobs)
 J.dt = dependents -- (a job buried with dependents of its own queue: their entries tell, notify_finished)
-expect_types({ready, 'list', prio, 'zset', delayed, 'zset', stats, 'hash', J.s, 'hash', J.e, 'hash',
-              J.n, 'hash', waiting, 'zset', deps, 'hash', dead, 'zset', J.u, 'zset'})
+-- The keys written checked first (a wrongly typed one would fail a write
+-- halfway): stats by int_fields' read; not the state, options and deps
+-- columns, which DEPS.release reads (HMGET) before its first write, so a
+-- wrong type there fails with nothing written and is named below; the
+-- keys of a burial (dead set, error and watchers columns, dedup) only
+-- when a release can bury (an outcome other than 'completed'): 4 TYPE
+-- calls for a call of completions, 11 before.
+expect_types({ready, 'list', prio, 'zset', delayed, 'zset', waiting, 'zset'})
+if buries then expect_types({J.e, 'hash', J.n, 'hash', dead, 'zset', J.u, 'zset'}) end
 int_fields(stats, 'seq', 'skipped', 'dead')
 -- (the work: DEPS.release in lib.lua, which complete.lua and fail.lua call
 -- for the dependents of their own queue)
-return DEPS.release(J, {ready = ready, prio = prio, delayed = delayed, stats = stats, waiting = waiting,
-                        deps = deps, dead = dead, wake = wake, dead_max = dead_max,
-                        emit = monitor(monitored, events)}, ARGV, 4)
+local ok, out = pcall(DEPS.release, J, {ready = ready, prio = prio, delayed = delayed, stats = stats,
+                                        waiting = waiting, deps = deps, dead = dead, wake = wake,
+                                        dead_max = dead_max, emit = monitor(monitored, events)}, ARGV, 4)
+if ok then return out end
+if string.find(type(out) == 'table' and tostring(out.err) or tostring(out), 'WRONGTYPE', 1, true) then
+  expect_types({J.s, 'hash', J.o, 'hash', deps, 'hash'})
+end
+error(out)

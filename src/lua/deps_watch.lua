@@ -17,5 +17,13 @@
 -- learns it is missing from its own registration (the resume sweep's).
 local J = columns(cols)
 if #ARGV < 3 or #ARGV % 3 ~= 0 then return redis.error_reply('ERR rjq deps_watch: bad arguments') end
-expect_types({J.d, 'hash', J.s, 'hash', J.n, 'hash', dependents, 'hash'})
-return DEPS.register(J, dependents, ARGV) -- (lib.lua; deps_add.lua registers with its own queue's jobs)
+-- (lib.lua; deps_add.lua registers with its own queue's jobs.) No TYPE
+-- call: DEPS.register reads each of these keys (HMGET, HEXISTS) before its
+-- first write, so a wrongly typed one fails a read with nothing written;
+-- its refusal then names the key (expect_types).
+local ok, out = pcall(DEPS.register, J, dependents, ARGV)
+if ok then return out end
+if string.find(type(out) == 'table' and tostring(out.err) or tostring(out), 'WRONGTYPE', 1, true) then
+  expect_types({J.d, 'hash', J.s, 'hash', J.n, 'hash', dependents, 'hash'})
+end
+error(out)

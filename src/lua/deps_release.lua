@@ -10,7 +10,8 @@
 -- it from the job's list. Once none is pending the job becomes ready, or
 -- delayed by its own delay.
 -- KEYS (src/keys.def; bound to these locals): ready, prio, delayed, stats,
---       cols, waiting, deps, dead, monitored, events, dedup, depsfin
+--       cols, waiting, deps, dead, monitored, events, dedup, depsfin,
+--       dependents
 -- ARGV: 1 job name prefix, 2 wake channel, 3 dead cap, then per release:
 --       the waiting job's id, the dependency's queue, its id, its outcome
 -- Returns { code, more } per release: code 0 nothing changed (not waiting
@@ -28,6 +29,7 @@ for i = 7, #ARGV, 4 do
 end
 local J = columns(cols, prefix)
 J.u, J.dp, J.df = dedup, deps, depsfin -- (a burial past the dead cap forgets the oldest dead: forget_jobs)
+J.dt = dependents -- (the dead cap's trim keeps the records of jobs with dependents to release: trim_oldest)
 expect_types({ready, 'list', prio, 'zset', delayed, 'zset', stats, 'hash', J.s, 'hash', J.e, 'hash',
               J.n, 'hash', waiting, 'zset', deps, 'hash', dead, 'zset', J.u, 'zset'})
 int_fields(stats, 'seq', 'skipped', 'dead')

@@ -21,6 +21,11 @@
  * HMGET of stats before it) */
 #define COMPLETION_COMMANDS 10
 #define FAILURE_COMMANDS 28
+/* (failure_past_the_dead_cap_without_dependents_costs_one_type_more: a
+ * failure to dead whose trim deletes one record; 41 before the trim kept
+ * jobs with dependents to release, which asks the dependents hash's TYPE
+ * once) */
+#define TRIMMING_FAILURE_COMMANDS 42
 
 /* A handler that completes its job at once, noting the order of ids. */
 typedef struct ran {
@@ -1885,5 +1890,28 @@ TEST(completed_dependency_past_the_retention_cap_is_kept_until_its_dependent_is_
     WAIT_FOR(e.base, !state_is(&e, q2, "p", "waiting"), 10000);
     ASSERT_STREQ("ready", get_info(e.base, q2, "p").state); /* (policy fail: not "dead") */
     worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
+/* The dead cap's trim on a queue without dependents (no dependents hash)
+ * costs one command more than before it kept jobs with dependents to
+ * release: the hash's TYPE, once per call that trims (not per job). */
+TEST(failure_past_the_dead_cap_without_dependents_costs_one_type_more) {
+    test_env e;
+    env_start(&e, "tt");
+    plant_active(e.rc, "tt", "j");
+    plant_active(e.rc, "tt", "k");
+    long long t0 = server_calls(e.rc, "type");
+    ASSERT_EQ(2, fail_capped(e.rc, "tt", "j", "1")); /* (the cap not reached) */
+    long long types = server_calls(e.rc, "type");
+    long long before = server_commands_run(e.rc);
+    ASSERT_EQ(2, fail_capped(e.rc, "tt", "k", "1"));
+    long long n = server_commands_run(e.rc) - before - 1; /* (the FCALL) */
+    printf("commands: failure to dead trimming one record %lld\n", n);
+    fflush(stdout);
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{tt}:state j")); /* trimmed */
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{tt}:dead"));
+    ASSERT_EQ(types - t0 + 1, server_calls(e.rc, "type") - types); /* (its checks', and one) */
+    ASSERT_EQ(TRIMMING_FAILURE_COMMANDS, n);
     env_stop(&e);
 }

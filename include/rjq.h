@@ -671,7 +671,9 @@ typedef struct rjq_queue_options {
                                number each time */
     long dead_max;          /* dead jobs kept (oldest dropped and deleted past
                                this); default 100000. Also caps the cancelled
-                               jobs kept */
+                               jobs kept. A job whose dependents are not all
+                               released yet is kept past it until a later
+                               trim ("Dependencies") */
     long max_waiting;       /* a bounded queue: an enqueue that would make
                                more than this many jobs wait (ready,
                                prioritised and delayed; jobs whose id exists
@@ -870,12 +872,12 @@ typedef struct rjq_header {
  *   most an hour).
  * - A handler reads its dependencies' outcomes with rjq_job_dependencies();
  *   rjq_stats.waiting counts the waiting jobs, RJQ_STATE_WAITING lists them.
- * - Retention: a completed dependency's record stays until its
- *   dependents are released (the retention sweep keeps it, then deletes
- *   it at a later sweep). A dead or cancelled dependency dropped by its
- *   cap first, or a dependency deleted before the dependent was registered
- *   (a retention shorter than the time between the two enqueues), counts
- *   as "missing". So does a dependency whose record was removed before it
+ * - Retention: a finished dependency's record stays until its
+ *   dependents are released: the retention sweep keeps a completed one,
+ *   the dead_max trims keep a dead or cancelled one (past the cap), and a
+ *   later sweep or trim deletes it. A dependency deleted before the
+ *   dependent was registered (a retention shorter than the time between
+ *   the two enqueues) counts as "missing". So does a dependency whose record was removed before it
  *   finished (deleted outside rjq, or lost): the periodic visit of the
  *   dependent's queue registers each waiting job again (as above: a minute
  *   after its registration, then after as long as it had waited, at most

@@ -21,6 +21,11 @@
  * HMGET of stats before it) */
 #define COMPLETION_COMMANDS 10
 #define FAILURE_COMMANDS 28
+/* (failure_past_the_dead_cap_without_dependents_costs_one_type_more: a
+ * failure to dead whose trim deletes one record; 41 before the trim kept
+ * jobs with dependents to release, which asks the dependents hash's TYPE
+ * once) */
+#define TRIMMING_FAILURE_COMMANDS 42
 
 /* A handler that completes its job at once, noting the order of ids. */
 typedef struct ran {
@@ -2070,5 +2075,141 @@ TEST(other_queue_steps_refuse_a_wrongly_typed_column_naming_it_with_nothing_writ
     ASSERT(strstr(r->str, "t:{ow}:dependents holds a string, rjq expects a hash") != NULL);
     freeReplyObject(r);
     ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{ow}:watchers a3")); /* no mark written */
+    env_stop(&e);
+}
+
+/* ---- retention past the dead and cancelled caps (rjq.h "Dependencies"):
+ * a finished dependency's record stays until its dependents are released.
+ * The finisher's client dies between the finishing script and the
+ * release (the script as it ran on the server, its reply told to no
+ * client); the next finish trims past the cap before the sweep released
+ * the dependent: the trim keeps the dependency's record, so the sweep's
+ * release reads how it ended (before: its record was gone, the dependent
+ * buried as after a "missing" dependency). Once released, a later trim
+ * takes it. */
+
+/* fail.lua as the client calls it, job id of q planted by plant_active
+ * failed for good, with dead cap `cap`. Its reply's code. */
+static long long fail_capped(redisContext *rc, const char *q, const char *id, const char *cap) {
+    char prefix[48], wake[48];
+    snprintf(prefix, sizeof prefix, "t:{%s}:job:", q);
+    snprintf(wake, sizeof wake, "t:{%s}:wake", q);
+    const char *args[] = {prefix, wake, id, "tok", "boom", "1", "-1", "0", cap};
+    redisReply *r = server_fcall(rc, RJQ__S_FAIL, q, args, 9);
+    ASSERT(r->type == REDIS_REPLY_INTEGER || (r->type == REDIS_REPLY_ARRAY && r->elements > 0));
+    long long code = r->type == REDIS_REPLY_ARRAY ? r->element[0]->integer : r->integer;
+    freeReplyObject(r);
+    return code;
+}
+
+TEST(dead_dependency_past_the_dead_cap_is_kept_until_its_dependent_is_released) {
+    test_env e;
+    env_start(&e, "tc");
+    rjq_queue *q2 = open_queue(&e, "tc2");
+    plant_active(e.rc, "tc", "a");
+    rjq_dep on_a = {"tc", "a"};
+    ASSERT_OK(enqueue_after(&e, q2, "p", &on_a, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_EQ(5, fail_capped(e.rc, "tc", "a", "1")); /* dead; p left to the (dead) client */
+    plant_active(e.rc, "tc", "b");
+    ASSERT_EQ(2, fail_capped(e.rc, "tc", "b", "1")); /* past the cap of 1 */
+    ASSERT_STREQ("dead", get_info(e.base, e.q, "a").state); /* kept, past the cap */
+    ASSERT_EQ(2, server_int(e.rc, "ZCARD t:{tc}:dead"));
+    ASSERT_STREQ("waiting", get_info(e.base, q2, "p").state);
+    rjq_worker *w = sweeping_worker(e.q);
+    WAIT_FOR(e.base, !state_is(&e, q2, "p", "waiting"), 10000);
+    ASSERT(error_is(&e, q2, "p", "dependency tc:a ended dead")); /* (not "was removed") */
+    WAIT_FOR(e.base, server_int(e.rc, "HEXISTS t:{tc}:dependents a") == 0, 10000);
+    worker_stop_wait(e.base, w);
+    /* released: the next trim takes it (and b, past the cap) */
+    plant_active(e.rc, "tc", "c");
+    ASSERT_EQ(2, fail_capped(e.rc, "tc", "c", "1"));
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{tc}:state a"));
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{tc}:state b"));
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{tc}:dead"));
+    ASSERT_EQ(0, server_int(e.rc, "ZRANK t:{tc}:dead c"));
+    env_stop(&e);
+}
+
+/* cancel.lua as the client calls it, keeping `most` cancelled jobs. Its
+ * reply's code. */
+static long long cancel_capped(redisContext *rc, const char *q, const char *id, const char *most) {
+    char prefix[48];
+    snprintf(prefix, sizeof prefix, "t:{%s}:job:", q);
+    const char *args[] = {prefix, id, most};
+    redisReply *r = server_fcall(rc, RJQ__S_CANCEL, q, args, 3);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements >= 3);
+    long long code = r->element[0]->integer;
+    freeReplyObject(r);
+    return code;
+}
+
+TEST(cancelled_dependency_past_the_cancelled_cap_is_kept_until_its_dependent_is_released) {
+    test_env e;
+    env_start(&e, "tx");
+    rjq_queue *q2 = open_queue(&e, "tx2");
+    enqueue_x_ok(e.base, e.q, "a", 3600000, 0);
+    enqueue_x_ok(e.base, e.q, "b", 3600000, 0);
+    rjq_dep on_a = {"tx", "a"};
+    ASSERT_OK(enqueue_after(&e, q2, "p", &on_a, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_EQ(1, cancel_capped(e.rc, "tx", "a", "1")); /* p left to the (dead) client */
+    ASSERT_EQ(1, cancel_capped(e.rc, "tx", "b", "1")); /* past the cap of 1 */
+    ASSERT_STREQ("cancelled", get_info(e.base, e.q, "a").state); /* kept, past the cap */
+    ASSERT_EQ(2, server_int(e.rc, "ZCARD t:{tx}:cancelled"));
+    rjq_worker *w = sweeping_worker(e.q);
+    WAIT_FOR(e.base, !state_is(&e, q2, "p", "waiting"), 10000);
+    ASSERT(error_is(&e, q2, "p", "dependency tx:a ended cancelled"));
+    WAIT_FOR(e.base, server_int(e.rc, "HEXISTS t:{tx}:dependents a") == 0, 10000);
+    worker_stop_wait(e.base, w);
+    enqueue_x_ok(e.base, e.q, "c", 3600000, 0);
+    ASSERT_EQ(1, cancel_capped(e.rc, "tx", "c", "1"));
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{tx}:state a"));
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{tx}:cancelled"));
+    env_stop(&e);
+}
+
+/* The count cap of completed jobs (retention_max) likewise: a completion
+ * past the cap keeps the record of a completed dependency whose dependent
+ * is not released yet (the age limit: dependency_past_its_retention_is_
+ * kept_until_its_dependent_is_released). */
+TEST(completed_dependency_past_the_retention_cap_is_kept_until_its_dependent_is_released) {
+    test_env e;
+    env_start(&e, "tk");
+    rjq_queue *q2 = open_queue(&e, "tk2");
+    plant_active(e.rc, "tk", "a");
+    rjq_dep on_a = {"tk", "a"};
+    ASSERT_OK(enqueue_after(&e, q2, "p", &on_a, 1, RJQ_AFTER_FAIL).status);
+    redisReply *r = complete_planted(e.rc, "tk", "a", "-1", "1");
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->element[0]->integer == 3); /* p left to the client */
+    freeReplyObject(r);
+    plant_active(e.rc, "tk", "b");
+    freeReplyObject(complete_planted(e.rc, "tk", "b", "-1", "1")); /* past the cap of 1 */
+    ASSERT_STREQ("completed", get_info(e.base, e.q, "a").state); /* kept */
+    rjq_worker *w = sweeping_worker(e.q);
+    WAIT_FOR(e.base, !state_is(&e, q2, "p", "waiting"), 10000);
+    ASSERT_STREQ("ready", get_info(e.base, q2, "p").state); /* (policy fail: not "dead") */
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
+/* The dead cap's trim on a queue without dependents (no dependents hash)
+ * costs one command more than before it kept jobs with dependents to
+ * release: the hash's TYPE, once per call that trims (not per job). */
+TEST(failure_past_the_dead_cap_without_dependents_costs_one_type_more) {
+    test_env e;
+    env_start(&e, "tt");
+    plant_active(e.rc, "tt", "j");
+    plant_active(e.rc, "tt", "k");
+    long long t0 = server_calls(e.rc, "type");
+    ASSERT_EQ(2, fail_capped(e.rc, "tt", "j", "1")); /* (the cap not reached) */
+    long long types = server_calls(e.rc, "type");
+    long long before = server_commands_run(e.rc);
+    ASSERT_EQ(2, fail_capped(e.rc, "tt", "k", "1"));
+    long long n = server_commands_run(e.rc) - before - 1; /* (the FCALL) */
+    printf("commands: failure to dead trimming one record %lld\n", n);
+    fflush(stdout);
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{tt}:state j")); /* trimmed */
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{tt}:dead"));
+    ASSERT_EQ(types - t0 + 1, server_calls(e.rc, "type") - types); /* (its checks', and one) */
+    ASSERT_EQ(TRIMMING_FAILURE_COMMANDS, n);
     env_stop(&e);
 }

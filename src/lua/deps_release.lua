@@ -31,7 +31,8 @@ for i = 7, #ARGV, 4 do
 end
 local J = columns(cols, prefix)
 J.u, J.dp, J.df = dedup, deps, depsfin -- (a burial past the dead cap forgets the oldest dead: forget_jobs)
-J.dt = dependents -- (a job buried with dependents of its own queue: their entries tell, notify_finished)
+J.dt = dependents -- (a job buried with dependents of its own queue: their entries tell, notify_finished;
+-- the dead cap's trim keeps the records of jobs with dependents to release: trim_oldest)
 -- The keys written checked first (a wrongly typed one would fail a write
 -- halfway): stats by int_fields' read; not the state, options and deps
 -- columns, which DEPS.release reads (HMGET) before its first write, so a

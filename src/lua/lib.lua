@@ -912,11 +912,31 @@ local function forget_jobs(J, ids, finished)
 end
 
 -- The oldest `n` members of zset key (id -> time), trimmed: their records
--- are forgotten (forget_jobs) and they leave the set.
+-- are forgotten (forget_jobs) and they leave the set. A job whose
+-- dependents are not all released yet (its entry in J.dt, the queue's
+-- dependents hash, when the caller declares it) is skipped: its record and
+-- its member stay, past the cap, so that their release (by its finisher's
+-- client, or the sweep, deps_due.lua) reads how it ended, not 'missing'
+-- (README "Dependencies and batches"); a later trim takes it once
+-- deps_done.lua dropped its entry. The hash's type is asked once per
+-- script call (J.dt_has; none, or not a hash: nothing is skipped), so a
+-- queue without dependents pays one TYPE per call that trims.
 local function trim_oldest(J, key, n)
   local page = redis.call('ZRANGE', key, 0, n - 1, 'WITHSCORES')
   local ids, at = {}, {}
   for i = 1, #page, 2 do ids[#ids + 1] = page[i]; at[#at + 1] = tonumber(page[i + 1]) end
+  if J.dt and J.dt_has == nil then J.dt_has = redis.call('TYPE', J.dt)['ok'] == 'hash' end
+  if J.dt_has and #ids > 0 then
+    local have, i2, a2 = hmget(J.dt, ids), {}, {}
+    for i, id in ipairs(ids) do
+      if not have[i] then i2[#i2 + 1] = id; a2[#i2] = at[i] end
+    end
+    if #i2 < #ids then
+      forget_jobs(J, i2, a2)
+      if #i2 > 0 then call_all('ZREM', key, i2) end
+      return
+    end
+  end
   forget_jobs(J, ids, at)
   redis.call('ZREMRANGEBYRANK', key, 0, n - 1)
 end

@@ -21,11 +21,11 @@
  * HMGET of stats before it) */
 #define COMPLETION_COMMANDS 10
 #define FAILURE_COMMANDS 28
-/* (failure_past_the_dead_cap_without_dependents_costs_one_type_more: a
+/* (failure_past_the_dead_cap_without_dependents_costs_no_command_more: a
  * failure to dead whose trim deletes one record; 41 before the trim kept
- * jobs with dependents to release, which asks the dependents hash's TYPE
- * once) */
-#define TRIMMING_FAILURE_COMMANDS 42
+ * jobs with dependents to release, and 41 since: the trim asks the
+ * dependents hash's TYPE only when the failure's EXISTS probe found it) */
+#define TRIMMING_FAILURE_COMMANDS 41
 
 /* A handler that completes its job at once, noting the order of ids. */
 typedef struct ran {
@@ -2192,9 +2192,10 @@ TEST(completed_dependency_past_the_retention_cap_is_kept_until_its_dependent_is_
 }
 
 /* The dead cap's trim on a queue without dependents (no dependents hash)
- * costs one command more than before it kept jobs with dependents to
- * release: the hash's TYPE, once per call that trims (not per job). */
-TEST(failure_past_the_dead_cap_without_dependents_costs_one_type_more) {
+ * costs no command more than before it kept jobs with dependents to
+ * release: the failure's EXISTS probe (monitor_and_dependents) says the
+ * hash is absent, so the trim asks no TYPE of it. */
+TEST(failure_past_the_dead_cap_without_dependents_costs_no_command_more) {
     test_env e;
     env_start(&e, "tt");
     plant_active(e.rc, "tt", "j");
@@ -2209,7 +2210,7 @@ TEST(failure_past_the_dead_cap_without_dependents_costs_one_type_more) {
     fflush(stdout);
     ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{tt}:state j")); /* trimmed */
     ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{tt}:dead"));
-    ASSERT_EQ(types - t0 + 1, server_calls(e.rc, "type") - types); /* (its checks', and one) */
+    ASSERT_EQ(types - t0, server_calls(e.rc, "type") - types); /* (its checks' only) */
     ASSERT_EQ(TRIMMING_FAILURE_COMMANDS, n);
     env_stop(&e);
 }

@@ -28,7 +28,6 @@ local J = columns(cols, prefix)
 J.u = dedup
 J.dp = deps
 J.df = depsfin -- (a job finished with dependents is indexed for the sweep: notify_finished)
-J.dt = dependents -- (the cancelled and dead caps' trims keep the records of jobs with dependents to release: trim_oldest)
 expect_types({ready, 'list', prio, 'zset', delayed, 'zset', active, 'zset', stats, 'hash',
               cancelled, 'zset', J.s, 'hash', J.d, 'hash', J.o, 'hash', J.n, 'hash', J.u, 'zset', J.dp, 'hash',
               waiting, 'zset'})

@@ -25,7 +25,6 @@ local J = columns(cols, prefix)
 J.u = dedup
 J.df = depsfin -- (a job buried with dependents is indexed for the sweep: notify_finished)
 J.dp = deps -- (forget_jobs past the dead cap: its HDEL refuses a wrongly typed key, as the columns' do)
-J.dt = dependents -- (the dead cap's trim keeps the records of jobs with dependents to release: trim_oldest)
 expect_types({active, 'zset', ready, 'list', prio, 'zset', delayed, 'zset', dead, 'zset', stats, 'hash',
               J.s, 'hash', J.e, 'hash', J.f, 'hash', J.u, 'zset', J.a, 'hash'})
 local v = fields(J, id, 's', 'o', 'f')

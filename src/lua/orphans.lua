@@ -30,7 +30,6 @@ local J = columns(cols, prefix)
 J.u = dedup
 J.dp = deps
 J.df = depsfin -- (a job finished with dependents is indexed for the sweep: notify_finished)
-J.dt = dependents -- (the dead cap's trim keeps the records of jobs with dependents to release: trim_oldest)
 expect_types({held, 'zset', active, 'zset', ready, 'list', prio, 'zset', dead, 'zset', stats, 'hash',
               J.s, 'hash', J.e, 'hash', J.u, 'zset', J.dp, 'hash', J.a, 'hash'})
 local members = held_members(held, who, limit)

@@ -1573,3 +1573,69 @@ TEST(states_of_another_shape_are_claimed_and_completed_as_the_usual_ones) {
     ASSERT(loop_until(env.base, &stopped.calls, 10000));
     env_stop(&env);
 }
+
+/* ---- a run of equal states: made once, per job right ------------------- */
+
+/* The claim and the completion make a job's new state value once for a run
+ * of jobs whose states are the same string (one enqueue call's: start_jobs
+ * in lib.lua, complete.lua's loop). Jobs of another attempt or enqueue time
+ * between them, or after them, must still get their own values: attempts
+ * counted from their own state, their own enqueue time kept. */
+static const char *const rn_ids[5] = {"rn-a1", "rn-a2", "rn-b1", "rn-a3", "rn-c1"};
+static const char *const rn_ready[5] = {"ready 0 @1000,,", "ready 0 @1000,,", "ready 1 @1000,,",
+                                        "ready 0 @1000,,", "ready 0 @2000,,"};
+static const int rn_attempt[5] = {1, 1, 2, 1, 1};
+static const char *const rn_enqueued[5] = {"1000", "1000", "1000", "1000", "2000"};
+
+typedef struct rn_ctx {
+    long completed;
+    int attempt[5];
+    char tok[5][96];
+} rn_ctx;
+
+static void rn_handler(rjq_job *job, void *data) {
+    rn_ctx *x = data;
+    for (int i = 0; i < 5; i++)
+        if (strcmp(rjq_job_get_id(job), rn_ids[i]) == 0) {
+            snprintf(x->tok[i], sizeof x->tok[i], "%s", rjq_job_get_token(job));
+            x->attempt[i] = rjq_job_get_attempt(job);
+        }
+    ASSERT_OK(rjq_job_complete(job, "", 0, on_done_ok, &x->completed));
+}
+
+TEST(a_run_of_equal_states_claimed_and_completed_together_keeps_each_jobs_own_values) {
+    test_env env;
+    env_start(&env, "rn");
+    for (int i = 0; i < 5; i++) {
+        rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+        o.id = rn_ids[i];
+        enqueue_sync(env.base, env.q, "p", &o);
+        /* the states as one enqueue call (and a retry) would leave them */
+        freeReplyObject(server_cmd(env.rc, "HSET t:{rn}:state %s %s", rn_ids[i], rn_ready[i]));
+    }
+    rn_ctx x = {0};
+    rjq_worker_options wo = quiet_worker_options(5); /* (one claim takes them all) */
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(env.q, &wo, rn_handler, &x, &w));
+    ASSERT(loop_until_count(env.base, &x.completed, 5, 20000));
+    for (int i = 0; i < 5; i++) {
+        ASSERT_EQ(rn_attempt[i], x.attempt[i]);
+        char want[256];
+        long long s = 0, e = 0;
+        snprintf(want, sizeof want, "completed %d %s @%s,%%lld,%%lld", rn_attempt[i], x.tok[i], rn_enqueued[i]);
+        redisReply *r = server_cmd(env.rc, "HGET t:{rn}:state %s", rn_ids[i]);
+        ASSERT(r->type == REDIS_REPLY_STRING);
+        ASSERT_EQ(2, sscanf(r->str, want, &s, &e));
+        ASSERT(0 < s && s <= e);
+        snprintf(want, sizeof want, "completed %d %s @%s,%lld,%lld", rn_attempt[i], x.tok[i], rn_enqueued[i], s, e);
+        ASSERT_STREQ(want, r->str);
+        freeReplyObject(r);
+    }
+    rjq_stats st = get_stats(env.base, env.q);
+    ASSERT_EQ(5, st.completed);
+    ASSERT_EQ(0, st.ready + st.active);
+    cb_count stopped = {0};
+    ASSERT_OK(rjq_worker_stop(w, count_stopped, &stopped));
+    ASSERT(loop_until(env.base, &stopped.calls, 10000));
+    env_stop(&env);
+}

@@ -122,7 +122,8 @@ if conc then
     end
   end
 end
-local now = now_ms()
+-- (now as text too: the times this call sends go as text, see now_text)
+local now, stamp = now_text()
 local emit = monitor(monitored, events, now)
 local out = {-1, 0, tok, now + lease} -- a number: an integer reply
 
@@ -265,7 +266,7 @@ end
 
 -- Due delayed jobs (and retries) become ready first. (Reading them checks
 -- the delayed set's type: nothing is written yet.)
-local due = typed('zset', 'ZRANGEBYSCORE', delayed, '-inf', now, 'LIMIT', 0, 1000)
+local due = typed('zset', 'ZRANGEBYSCORE', delayed, '-inf', stamp, 'LIMIT', '0', '1000')
 if #due > 0 then
   check_all()
   -- a due priority job takes a sequence number (its counters checked
@@ -408,13 +409,14 @@ if #all > 0 then
   end
   got = undoing(function()
     return start_jobs(J, {active = active, held = held, deadlines = deadlines, emit = emit, now = now, tok = tok,
-                          deadline = int(now + lease), also = rec, before_write = before_write}, all, d, o, s, out)
+                          stamp = stamp, deadline = int(now + lease), also = rec, before_write = before_write},
+                      all, d, o, s, out)
   end)
   unready(ready, prio, ids, nhi, nplain)
   if rmax and got > 0 then
     -- one entry per start (its token and id: unique), at this call's time;
     -- the jobs a recovery took over (first in out) started before
-    local za, t = {}, int(now)
+    local za, t = {}, stamp
     for i = 5 + 5 * (rec and #rec or 0), #out, 5 do
       if out[i] then za[#za + 1] = t; za[#za + 1] = tok .. ' ' .. out[i] end
     end
@@ -435,7 +437,7 @@ if fair then
   local ring = false
   for _, w in ipairs(fair.owed) do
     if w[3] == 0 then
-      redis.call('HSET', waiters, w[1], int(w[2]) .. ' ' .. int(now))
+      redis.call('HSET', waiters, w[1], int(w[2]) .. ' ' .. stamp)
       ring = true
     end
   end
@@ -457,7 +459,7 @@ if got < want then
   else
     out[2] = offer_slots(idle, field, epoch, lease, want - got + extra, reset)
   end
-  local nx = redis.call('ZRANGE', delayed, 0, 0, 'WITHSCORES')
+  local nx = redis.call('ZRANGE', delayed, '0', '0', 'WITHSCORES')
   if nx[2] then out[1] = math.max(0, tonumber(nx[2]) - now) end
   local gnx = gids and GROUPS.next_due(groups, now) -- (the groups' delayed jobs)
   if gnx and (out[1] < 0 or gnx < out[1]) then out[1] = gnx end

@@ -505,6 +505,21 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- The server time in ms as now_ms() gives it, and as text (what the
+-- script sends to Redis): the text made from TIME's reply and parsed once
+-- (now_ms parses two numbers, and int() formats it again; a Lua number
+-- passed to redis.call is printed with %.17g by Redis 7.0: ~3.6k Redis
+-- instructions an argument, against ~0.9k for the same text, callgrind).
+local MS_PAD = {'00', '0', ''}
+local function now_text()
+  local t = redis.call('TIME')
+  local us = t[2]
+  local n = #us
+  local ms = n > 3 and string.sub(us, 1, n - 3) or '0'
+  local stamp = t[1] .. MS_PAD[#ms] .. ms
+  return tonumber(stamp), stamp
+end
+
 -- A lease in the queue's slot (the scheduler's, tick.lua; a sharded
 -- queue's re-splitter's, resplit.lua): one holder at a time, the key holds
 -- its token with an expiry. Takes or keeps it for token for ms and returns
@@ -1344,7 +1359,7 @@ local function count_retained(stats, n, u)
   return u.call('hash', function(r)
     if r == n then return function() redis.call('HDEL', stats, 'retained') end end
     return function() redis.call('HINCRBY', stats, 'retained', -n) end
-  end, 'HINCRBY', stats, 'retained', n)
+  end, 'HINCRBY', stats, 'retained', num(n))
 end
 
 -- Retention is applied in batches: past the count cap, a sweep deletes
@@ -1370,7 +1385,7 @@ local function sweep_due(completed, kept, added, retention, cap, now)
   if retention < 0 or math.floor(kept / SWEEP_EVERY) == math.floor((kept - added) / SWEEP_EVERY) then
     return false
   end
-  local head = redis.call('LINDEX', completed, 0)
+  local head = redis.call('LINDEX', completed, '0')
   return (head and tonumber(string.match(head, '^%d+')) or now) <= now - retention
 end
 
@@ -1445,7 +1460,7 @@ local function sweep_completed(J, completed, stats, retention, cap, now, budget,
   if cap > 0 and kept > cap then limit = cap - cap_slack(cap) end
   local old, at, empty = {}, {}, false
   while #old < budget do
-    local head = redis.call('LINDEX', completed, 0)
+    local head = redis.call('LINDEX', completed, '0')
     if not head then empty = true; break end
     local stamp = tonumber(string.match(head, '^%d+'))
     if not ((retention >= 0 and stamp <= now - retention) or (cap > 0 and kept - #old > limit)) then break end
@@ -1501,15 +1516,16 @@ local function peek_ready(ready, prio, want)
   local ids, nplain = {}, 0
   if want <= 0 then return ids, 0, 0, 0 end
   local np = typed('zset', 'ZCARD', prio)
-  if np > 0 then ids = redis.call('ZRANGEBYSCORE', prio, '-inf', '(0', 'LIMIT', 0, want) end
+  -- (counts go as text: see now_text)
+  if np > 0 then ids = redis.call('ZRANGEBYSCORE', prio, '-inf', '(0', 'LIMIT', '0', num(want)) end
   local nhi = #ids
   if #ids < want then
-    local plain = typed('list', 'LPOP', ready, want - #ids) or {} -- (false: ready was empty)
+    local plain = typed('list', 'LPOP', ready, num(want - #ids)) or {} -- (false: ready was empty)
     nplain = #plain
     for i = 1, nplain do ids[nhi + i] = plain[i] end
   end
   if #ids < want and np > nhi then
-    local low = redis.call('ZRANGEBYSCORE', prio, 0, '+inf', 'LIMIT', 0, want - #ids)
+    local low = redis.call('ZRANGEBYSCORE', prio, '0', '+inf', 'LIMIT', '0', num(want - #ids))
     for i = 1, #low do ids[#ids + 1] = low[i] end
   end
   return ids, nhi, nplain, np
@@ -1697,7 +1713,7 @@ local function start_jobs(J, c, ids, d, o, s, out)
   local base = #hi
   local function enter(n)
     if held and (n > 0 or also) then
-      redis.call('ZADD', held, 0, HELD_PIN, 0, tok .. ' ' .. table.concat(hi, ' '))
+      redis.call('ZADD', held, '0', HELD_PIN, '0', tok .. ' ' .. table.concat(hi, ' '))
     end
     return n
   end
@@ -1713,9 +1729,19 @@ local function start_jobs(J, c, ids, d, o, s, out)
   end
   -- Per-job appends use counters: #t is a search on every call.
   local za, st, n, k, seen = {'+inf', ACTIVE_PIN}, {}, 0, #out, {}
-  local started = int(now or now_ms()) -- (the jobs' start time, see the state column)
+  -- (the jobs' start time, see the state column; c.stamp: now as text,
+  -- now_text)
+  local startn = now or now_ms()
+  local started = c.stamp or int(startn)
   local dz -- ZADD arguments for deadlines
-  local heads, startn = {}, tonumber(started) -- attempt -> "active <attempt> <tok> @"
+  local heads = {} -- attempt -> "active <attempt> <tok> @"
+  -- A job whose state value is the job's before it (the same string: Lua
+  -- interns them, so this is one comparison) starts with the same value
+  -- and wait: the jobs of one enqueue call share their state ("ready 0
+  -- @<enqueued>,,") and come in a row, so a run's value is read, made and
+  -- its time parsed once (the find alone cost ~3.3k Redis instructions a
+  -- job, tonumber's strtod ~2k, callgrind).
+  local last_s, last_a, last_v, last_w
   for i, id in ipairs(ids) do
     -- (an id twice in ids, which only a change behind rjq's back can do,
     -- starts once: the copies would share a token)
@@ -1728,17 +1754,27 @@ local function start_jobs(J, c, ids, d, o, s, out)
       -- find (its attempts and enqueue time; state_of and times_split made
       -- this loop 30k Redis instructions per job, 14k this way, callgrind:
       -- bench/README.md "per-job Lua"); other values take the long way
-      local v, q, _, a_, q_
-      if s[i] then _, _, a_, q_ = string.find(s[i], '^ready (%d+) @(%d*),%d*,%d*$') end
-      if a_ then
-        a = a_ == '0' and 1 or tonumber(a_) + 1 -- (a string compare: no number parsed)
-        local h = heads[a]
-        if not h then h = 'active ' .. num(a) .. ' ' .. tok .. ' @'; heads[a] = h end
-        v = h .. q_ .. ',' .. started .. ','
-        q = a == 1 and tonumber(q_) or nil
-      elseif s[i] then
-        local _s, a2, _t, tm_ = state_of(s[i])
-        a, tm = a2 + 1, tm_
+      local sv = s[i]
+      local v, q, w, _, a_, q_
+      if sv and sv == last_s then
+        a_, a, v, w = true, last_a, last_v, last_w
+      else
+        if sv then _, _, a_, q_ = string.find(sv, '^ready (%d+) @(%d*),%d*,%d*$') end
+        if a_ then
+          a = a_ == '0' and 1 or tonumber(a_) + 1 -- (a string compare: no number parsed)
+          local h = heads[a]
+          if not h then h = 'active ' .. num(a) .. ' ' .. tok .. ' @'; heads[a] = h end
+          v = h .. q_ .. ',' .. started .. ','
+          w = -1
+          if a == 1 then
+            local qn = tonumber(q_)
+            if qn then w = math.max(startn - qn, 0) end
+          end
+          last_s, last_a, last_v, last_w = sv, a, v, w
+        elseif sv then
+          local _s, a2, _t, tm_ = state_of(sv)
+          a, tm = a2 + 1, tm_
+        end
       end
       if o[i] then
         local _, m_, _b, t_, _u, h_ = parse_options(o[i])
@@ -1761,7 +1797,7 @@ local function start_jobs(J, c, ids, d, o, s, out)
       out[k + 1] = id; out[k + 2] = d and d[i] or false; out[k + 3] = a; out[k + 4] = max
       -- its wait (enqueue to first start, ms; -1: a later run, or not known):
       -- the worker's history counts it (src/history.c)
-      out[k + 5] = q and math.max(startn - q, 0) or -1
+      out[k + 5] = w or (q and math.max(startn - q, 0) or -1)
       hi[base + n + 1] = id
       n, k = n + 1, k + 5
     end
@@ -1865,7 +1901,7 @@ end
 -- epoch differs) and, without reset, the field's value now.
 local function offer_slots(idle, field, epoch, lease, slots, reset, v)
   if reset then
-    if slots > 0 then redis.call('HSET', idle, field, registration(slots, epoch, lease))
+    if slots > 0 then redis.call('HSET', idle, field, registration(num(slots), epoch, lease))
     else redis.call('HDEL', idle, field) end
     return slots
   end
@@ -1877,7 +1913,7 @@ local function offer_slots(idle, field, epoch, lease, slots, reset, v)
     if e ~= epoch then return 0, v end
     have = tonumber(n)
   end
-  v = registration(have + slots, epoch, lease)
+  v = registration(num(have + slots), epoch, lease)
   redis.call('HSET', idle, field, v)
   return slots, v
 end

@@ -1090,9 +1090,16 @@ function DEPS.release(J, Q, rel, from)
 
   local function release(id, dq, did, outcome)
     local mark = MARKS[outcome]
-    local list = L[id]
-    local state, attempts, _, tm = state_text(S[id] or nil)
-    if not S[id] or state ~= 'waiting' or not list then return 0, 0 end
+    local list, sv = L[id], S[id]
+    if not sv or not list then return 0, 0 end
+    -- (a waiting job's state as deps_add.lua writes it, read with one
+    -- match: what state_text gives for it; any other, through state_text)
+    local attempts, tm = string.match(sv, '^waiting (%d+) @(%S*)$')
+    if not attempts then
+      local state, _t
+      state, attempts, _t, tm = state_text(sv)
+      if state ~= 'waiting' then return 0, 0 end
+    end
     local entry = ' ' .. dq .. ' ' .. did
     local policy, delay, at = string.match(list, '^(%a+) (%d+)[^\n]*\n()')
     if at and not string.find(list, '\n', at, true) then
@@ -1334,7 +1341,7 @@ function DEPS.finished(J, Q, ids, outcome, known)
     -- indexed for the sweep while dependents of other queues are left
     -- (deps_done.lua drops them); a wrongly typed index: deps_due refuses it
     if #index > 0 then
-      local t, sv = now_ms(), {}
+      local t, sv = int(now_ms()), {} -- (as text: once, not per job)
       for _, id in ipairs(index) do sv[#sv + 1] = t; sv[#sv + 1] = id end
       try_all('ZADD', Q.depsfin, sv, 2)
     end

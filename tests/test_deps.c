@@ -1894,6 +1894,35 @@ TEST(released_job_reads_its_dependencies_as_they_counted_without_its_list_rewrit
     env_stop(&e);
 }
 
+/* A list stored before its head had the priority ("<policy> <delay>", the
+ * older format deps_add.lua describes) is still read: a job with one
+ * dependency of its queue so stored is released by that dependency's
+ * completion (the one-line path of DEPS.release), its line marked 'c' in
+ * the list (an older head says nothing of marks left unwritten), and reads
+ * it as completed. */
+TEST(older_one_line_list_without_the_priority_is_released_and_marked) {
+    test_env e;
+    env_start(&e, "ol");
+    plant_active(e.rc, "ol", "a");
+    rjq_dep on_a = {"ol", "a"};
+    ASSERT_OK(enqueue_after(&e, e.q, "b", &on_a, 1, RJQ_AFTER_FAIL).status);
+    freeReplyObject(server_cmd(e.rc, "HSET t:{ol}:deps b %s", "fail 0\nw ol a"));
+    const char *one[] = {"a"};
+    redisReply *r = complete_fcall(e.rc, "ol", one, 1);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 1 && r->element[0]->integer == 1);
+    freeReplyObject(r);
+    ASSERT_STREQ("ready", get_info(e.base, e.q, "b").state);
+    redisReply *d = server_cmd(e.rc, "HGET t:{ol}:deps b");
+    ASSERT(d->type == REDIS_REPLY_STRING);
+    ASSERT_STREQ("fail 0\nc ol a", d->str);
+    freeReplyObject(d);
+    read_deps rd;
+    read_list(&e, "b", &rd);
+    ASSERT_EQ(1, (long)rd.n);
+    ASSERT_STREQ("ol:a completed completed", rd.line[0]);
+    env_stop(&e);
+}
+
 /* A dependent of its dependency's own queue leaves no watchers mark (its
  * dependents entry tells: DEPS.register), so every path that makes the
  * dependency dead or removes it finds it by that entry: the reclaim of an

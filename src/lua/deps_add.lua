@@ -33,78 +33,107 @@
 -- any write.
 local J = columns(cols, ARGV[1])
 local here = DEPS.queue(J)
-local jobs, i, mine = {}, 2, false
-while i <= #ARGV do
-  local id, payload, opts, policy, n = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], tonumber(ARGV[i + 4])
+-- (per job, flat: its id, the index of its payload, its stored options,
+-- its list, the index of its first dependency and their number; no table
+-- per job. The options text and head of the job before are reused when
+-- its options are the same: a client's jobs mostly share them.)
+local jid, jat, jst, jlist, jfirst, jn = {}, {}, {}, {}, {}, {}
+local nj, i, mine = 0, 2, false
+local last_opts, last_pol, head, stored = nil, nil, nil, false
+local delay, prio = 0, 0
+local nargv = #ARGV
+while i <= nargv do
+  local id, opts, policy, n = ARGV[i], ARGV[i + 2], ARGV[i + 3], tonumber(ARGV[i + 4])
   if policy ~= 'fail' and policy ~= 'run' and policy ~= 'ignore' then
     return redis.error_reply('ERR rjq deps_add: bad policy')
   end
-  if not n or n < 1 or i + 4 + 2 * n > #ARGV then
+  if not n or n < 1 or i + 4 + 2 * n > nargv then
     return redis.error_reply('ERR rjq deps_add: no dependencies')
   end
-  local delay, prio, stored = 0, 0, false
-  if opts ~= '' then
-    local d, p, s, _, debounce = job_options(opts)
-    if not d or debounce then return redis.error_reply('ERR rjq deps_add: bad job options') end
-    delay, prio, stored = d, p, s
+  if opts ~= last_opts then
+    delay, prio, stored = 0, 0, false
+    if opts ~= '' then
+      local d, p, s, _, debounce = job_options(opts)
+      if not d or debounce then return redis.error_reply('ERR rjq deps_add: bad job options') end
+      delay, prio, stored = d, p, s
+    end
+    last_opts, last_pol = opts, nil
   end
-  local lines = {policy .. ' ' .. int(delay) .. ' ' .. int(prio)}
-  for k = i + 5, i + 4 + 2 * n, 2 do
-    lines[#lines + 1] = 'w ' .. ARGV[k] .. ' ' .. ARGV[k + 1]
+  if policy ~= last_pol then
+    head = policy .. ' ' .. int(delay) .. ' ' .. int(prio)
+    last_pol = policy
+  end
+  local k = i + 5
+  local list
+  if n == 1 then -- (the one-dependency path: one concatenation)
+    list = head .. '\nw ' .. ARGV[k] .. ' ' .. ARGV[k + 1]
     if ARGV[k] == here then mine = true end
+  else
+    local lines = {head}
+    for m = k, i + 4 + 2 * n, 2 do
+      lines[#lines + 1] = 'w ' .. ARGV[m] .. ' ' .. ARGV[m + 1]
+      if ARGV[m] == here then mine = true end
+    end
+    list = table.concat(lines, '\n')
   end
-  jobs[#jobs + 1] = {id, payload, stored, table.concat(lines, '\n'), i + 5, n}
-  i = i + 5 + 2 * n
+  nj = nj + 1
+  jid[nj], jat[nj], jst[nj], jlist[nj], jfirst[nj], jn[nj] = id, i + 1, stored, list, k, n
+  i = k + 2 * n
 end
-if #jobs == 0 then return redis.error_reply('ERR rjq deps_add: no dependencies') end
+if nj == 0 then return redis.error_reply('ERR rjq deps_add: no dependencies') end
 expect_types({stats, 'hash', J.d, 'hash', J.s, 'hash', J.o, 'hash', waiting, 'zset', deps, 'hash'})
 if mine then expect_types({dependents, 'hash'}) end -- (no watchers mark for those: DEPS.register)
 int_fields(stats, 'seq', 'skipped')
 -- which caller ids exist (one HMGET); numbered ids from one HINCRBY
-local given = {}
-for _, j in ipairs(jobs) do if j[1] ~= '' then given[#given + 1] = j[1] end end
+local given, ng = {}, 0
+for m = 1, nj do if jid[m] ~= '' then ng = ng + 1; given[ng] = jid[m] end end
 local have = {}
-if #given > 0 then
+if ng > 0 then
   local p = hmget(J.d, given)
-  for k, id in ipairs(given) do if p[k] then have[id] = true end end
+  for m = 1, ng do if p[m] then have[given[m]] = true end end
 end
 local fresh = 0
-for _, j in ipairs(jobs) do if j[1] == '' or not have[j[1]] then fresh = fresh + 1 end end
+for m = 1, nj do if jid[m] == '' or not have[jid[m]] then fresh = fresh + 1 end end
 local stamp = int(now_ms())
 local waiting_v = state_value('waiting', '0', nil, stamp .. ',,')
 local seq = fresh > 0 and redis.call('HINCRBY', stats, 'seq', fresh) - fresh or 0
 local d, s, o, dp, w, out = {}, {}, {}, {}, {}, {}
-local regs, of = {}, {} -- registrations with jobs of this queue; of: their job's place in out
-for _, j in ipairs(jobs) do
-  local id = j[1]
+local nd, no, nout = 0, 0, 0
+local regs, of, nr = {}, {}, 0 -- registrations with jobs of this queue; of: their job's place in out
+for m = 1, nj do
+  local id = jid[m]
   if id ~= '' and have[id] then
-    out[#out + 1] = id; out[#out + 1] = 1
+    out[nout + 1] = id; out[nout + 2] = 1; nout = nout + 2
   else
     seq = seq + 1
     if id == '' then id = int(seq) end
     have[id] = true -- (a caller's id twice in one call: written once)
-    d[#d + 1] = id; d[#d + 1] = j[2]
-    s[#s + 1] = id; s[#s + 1] = waiting_v
-    if j[3] then o[#o + 1] = id; o[#o + 1] = j[3] end
-    dp[#dp + 1] = id; dp[#dp + 1] = j[4]
-    w[#w + 1] = stamp; w[#w + 1] = id
-    out[#out + 1] = id; out[#out + 1] = 0
-    for k = j[5], j[5] + 2 * j[6] - 1, 2 do
-      if mine and ARGV[k] == here then
-        regs[#regs + 1] = ARGV[k + 1]; regs[#regs + 1] = here; regs[#regs + 1] = id
-        of[#of + 1] = #out
+    d[nd + 1] = id; d[nd + 2] = ARGV[jat[m]]
+    s[nd + 1] = id; s[nd + 2] = waiting_v
+    dp[nd + 1] = id; dp[nd + 2] = jlist[m]
+    w[nd + 1] = stamp; w[nd + 2] = id
+    nd = nd + 2
+    if jst[m] then o[no + 1] = id; o[no + 2] = jst[m]; no = no + 2 end
+    out[nout + 1] = id; out[nout + 2] = 0; nout = nout + 2
+    if mine then
+      local k = jfirst[m]
+      for q = k, k + 2 * jn[m] - 1, 2 do
+        if ARGV[q] == here then
+          regs[nr + 1] = ARGV[q + 1]; regs[nr + 2] = here; regs[nr + 3] = id; nr = nr + 3
+          of[#of + 1] = nout
+        end
       end
     end
   end
 end
-if #d > 0 then
+if nd > 0 then
   call_all('HSET', J.d, d, 2)
   call_all('HSET', J.s, s, 2)
-  if #o > 0 then call_all('HSET', J.o, o, 2) end
+  if no > 0 then call_all('HSET', J.o, o, 2) end
   call_all('HSET', deps, dp, 2)
   call_all('ZADD', waiting, w, 2)
 end
-if #regs > 0 then
+if nr > 0 then
   local r, all = DEPS.register(J, dependents, regs), {}
   for m, at in ipairs(of) do all[at] = all[at] ~= false and r[m] == 'waiting' end
   for at, yes in pairs(all) do if yes then out[at] = 2 end end

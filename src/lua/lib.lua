@@ -1106,15 +1106,69 @@ function DEPS.release(J, Q, rel, from)
   local now -- (the server's time, read once, when a job is buried or delayed)
   local function clock() now = now or now_ms(); return now end
 
+  -- (the job's last dependency counted: ready, or delayed by its own delay)
+  local function finish(id, attempts, tm, delay)
+    gone[#gone + 1] = id
+    delay = tonumber(delay) or 0
+    if delay > 0 then
+      S[id] = state_value('delayed', attempts, nil, tm)
+      st[#st + 1] = id; st[#st + 1] = S[id]
+      if push_delayed(Q.delayed, id, clock() + delay) then redis.call(PUB or pub_mode(), Q.wake, '1') end
+    else
+      S[id] = state_value('ready', attempts, nil, tm)
+      st[#st + 1] = id; st[#st + 1] = S[id]
+      local p = P[id] or (parse_options(O[id]))
+      if p == 0 then rpush[#rpush + 1] = id else push_ready(Q.ready, Q.prio, Q.stats, Q.wake, id, p, false) end
+    end
+    return 2, 0
+  end
+
   local function release(id, dq, did, outcome)
     local mark = MARKS[outcome]
-    local list = L[id]
-    local state, attempts, _, tm = state_text(S[id] or nil)
-    if not S[id] or state ~= 'waiting' or not list then return 0, 0 end
+    local list, sv = L[id], S[id]
+    if not sv or not list then return 0, 0 end
+    -- (a waiting job's state as deps_add.lua writes it, read with one
+    -- match: what state_text gives for it; any other, through state_text)
+    local attempts, tm = string.match(sv, '^waiting (%d+) @(%S*)$')
+    if not attempts then
+      local state, _t
+      state, attempts, _t, tm = state_text(sv)
+      if state ~= 'waiting' then return 0, 0 end
+    end
     local entry = ' ' .. dq .. ' ' .. did
+    local policy, delay, at = string.match(list, '^(%a+) (%d+)[^\n]*\n()')
+    if at and not string.find(list, '\n', at, true) then
+      -- One dependency (a one-line list, deps_add.lua): no line loop, no
+      -- table; a completion that releases it writes no list (P).
+      if string.sub(list, at) ~= 'w' .. entry then return 0, 0 end
+      if mark ~= 'c' then
+        unlike[id] = true
+        local head = string.sub(list, 1, at - 2)
+        local line = (policy == 'ignore' and '-' or mark) .. entry
+        if policy == 'fail' then
+          if P[id] then head = head .. ' h' end -- (held: its 'w' lines stay pending)
+          L[id] = head .. '\n' .. line
+          redis.call('HSET', deps, id, L[id])
+          is_dirty[id] = nil
+          S[id] = false
+          gone[#gone + 1] = id
+          DEPS_TOLD[1] = false
+          bury(J, Q.dead, Q.stats, id, tonumber(attempts), clock(),
+               'dependency ' .. dq .. ':' .. did .. (outcome == 'missing' and ' was removed (no record of it)'
+                                                      or ' ended ' .. outcome), Q.dead_max, Q.emit, nil, tm)
+          return 3, DEPS_TOLD[1] and 1 or 0
+        end
+        L[id] = head .. '\n' .. line
+        if not is_dirty[id] then is_dirty[id] = true; dirty[#dirty + 1] = id end
+      elseif not P[id] then
+        L[id] = string.sub(list, 1, at - 1) .. 'c' .. entry
+        if not is_dirty[id] then is_dirty[id] = true; dirty[#dirty + 1] = id end
+      end
+      return finish(id, attempts, tm, delay)
+    end
     local head, at = string.match(list, '^([^\n]*)\n()')
     if not head then return 0, 0 end
-    local policy, delay = string.match(head, '^(%a+) (%d+)')
+    policy, delay = string.match(head, '^(%a+) (%d+)')
     local lines, found, pending = {head}, false, 0
     for line in string.gmatch(string.sub(list, at), '[^\n]+') do
       if line == 'w' .. entry then -- (every line of it: a dependency listed twice)
@@ -1144,19 +1198,7 @@ function DEPS.release(J, Q, rel, from)
     if not is_dirty[id] then is_dirty[id] = true; dirty[#dirty + 1] = id end
     if pending > 0 then return 1, 0 end
     if P[id] and not unlike[id] then is_dirty[id] = nil end -- (all completed: not written)
-    gone[#gone + 1] = id
-    delay = tonumber(delay) or 0
-    if delay > 0 then
-      S[id] = state_value('delayed', attempts, nil, tm)
-      st[#st + 1] = id; st[#st + 1] = S[id]
-      if push_delayed(Q.delayed, id, clock() + delay) then redis.call(PUB or pub_mode(), Q.wake, '1') end
-    else
-      S[id] = state_value('ready', attempts, nil, tm)
-      st[#st + 1] = id; st[#st + 1] = S[id]
-      local p = P[id] or (parse_options(O[id]))
-      if p == 0 then rpush[#rpush + 1] = id else push_ready(Q.ready, Q.prio, Q.stats, Q.wake, id, p, false) end
-    end
-    return 2, 0
+    return finish(id, attempts, tm, delay)
   end
 
   local out = {}
@@ -1210,7 +1252,8 @@ function DEPS.register(J, dependents, regs)
   -- order: the jobs given dependents (first seen); had/list: their entry as read, as written
   local out, order, had, list, marks, stale = {}, {}, {}, {}, {}, {}
   for k, id in ipairs(ids) do
-    local state = state_of(s[k])
+    -- (the state's name alone, as state_text reads it)
+    local state = s[k] and (string.match(s[k], '^(%a+) %d') or s[k])
     if not s[k] and redis.call('HEXISTS', J.d, id) == 0 then
       out[k] = 'missing'
       if have[k] then stale[#stale + 1] = id end
@@ -1291,8 +1334,17 @@ function DEPS.finished(J, Q, ids, outcome, known)
     local lists = known or try_all('HMGET', Q.dependents, round)
     local rel, left, drop, keep, index, unindex = {}, {}, {}, {}, {}, {}
     for k, id in ipairs(round) do
-      local list, rest, mine = lists[k], {}, 0
-      if list and here then
+      local list, rest, mine = lists[k], nil, 0
+      if list and here and not string.find(list, '\n', 1, true) then
+        -- (one dependent: no line loop, no table)
+        local qn, did = string.match(list, '^(%S+) (%S+)$')
+        if qn == here and ok == nil then ok = writable() end
+        if qn == here and ok then
+          rel[#rel + 1] = did; rel[#rel + 1] = here; rel[#rel + 1] = id; rel[#rel + 1] = oc
+          mine = 1
+        end
+      elseif list and here then
+        rest = {}
         for line in string.gmatch(list, '[^\n]+') do
           local qn, did = string.match(line, '^(%S+) (%S+)$')
           if qn == here and ok == nil then ok = writable() end
@@ -1306,7 +1358,7 @@ function DEPS.finished(J, Q, ids, outcome, known)
       end
       left[k] = list or ''
       if mine > 0 then
-        left[k] = table.concat(rest, '\n')
+        left[k] = rest and table.concat(rest, '\n') or ''
         if left[k] ~= '' then keep[#keep + 1] = id; keep[#keep + 1] = left[k] else drop[#drop + 1] = id end
       end
       if left[k] ~= '' then index[#index + 1] = id
@@ -1324,7 +1376,7 @@ function DEPS.finished(J, Q, ids, outcome, known)
     -- indexed for the sweep while dependents of other queues are left
     -- (deps_done.lua drops them); a wrongly typed index: deps_due refuses it
     if #index > 0 then
-      local t, sv = now_ms(), {}
+      local t, sv = int(now_ms()), {} -- (as text: once, not per job)
       for _, id in ipairs(index) do sv[#sv + 1] = t; sv[#sv + 1] = id end
       try_all('ZADD', Q.depsfin, sv, 2)
     end

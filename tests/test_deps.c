@@ -2243,3 +2243,31 @@ TEST(failure_past_the_dead_cap_without_dependents_costs_no_command_more) {
     ASSERT_EQ(TRIMMING_FAILURE_COMMANDS, n);
     env_stop(&e);
 }
+
+/* The lease extension of a worker with no job running, only a claim whose
+ * reply is still on the way (extend.lua: ARGV the lease, then '', the
+ * claim's token, 0): found under deps-bench's dep mode on a slow server
+ * (INFO commandstats: failed FCALLs, rejected HMGETs). Its job list is
+ * empty: no HMGET with no field (refused, and with it the whole call: the
+ * claim's jobs were not extended, while the worker counted them extended
+ * and would start them after their lease). The claim's job is extended. */
+TEST(extend_of_a_claim_in_flight_alone_extends_its_jobs_without_an_empty_read) {
+    test_env e;
+    env_start(&e, "xe");
+    plant_spent(e.rc, "xe", "a", "c.1.x", "1");
+    freeReplyObject(server_cmd(e.rc, "ZADD t:{xe}:held 0 %s", "c.1.x a"));
+    long long rejected = server_info_number(e.rc, "errorstats", "errorstat_ERR:count=");
+    const char *args[] = {"30000", "", "c.1.x", "0"};
+    redisReply *r = server_fcall(e.rc, RJQ__S_EXTEND, "xe", args, 4);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 1);
+    ASSERT_EQ(1, r->element[0]->integer); /* the claim has run: its member */
+    freeReplyObject(r);
+    ASSERT(server_int(e.rc, "ZSCORE t:{xe}:active a") > 1); /* extended */
+    const char *none[] = {"30000", "", "c.2.y", "0"}; /* a claim not run yet */
+    r = server_fcall(e.rc, RJQ__S_EXTEND, "xe", none, 4);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 1);
+    ASSERT_EQ(0, r->element[0]->integer);
+    freeReplyObject(r);
+    ASSERT_EQ(rejected, server_info_number(e.rc, "errorstats", "errorstat_ERR:count="));
+    env_stop(&e);
+}

@@ -47,7 +47,9 @@ local function run_ends(ids)
   end
   return ends
 end
-local s = hmget(J.s, ids)
+-- (only claims in flight: no job to read; an HMGET with no field is refused,
+-- and with it the claims' extension)
+local s = #ids > 0 and hmget(J.s, ids) or {}
 local ends = run_ends(ids)
 local out, za, lost = {}, {}, {}
 for i, id in ipairs(ids) do

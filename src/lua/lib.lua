@@ -228,9 +228,12 @@ local function try_all(cmd, key, args, width)
   return out
 end
 
--- HMGET key ids (any number of ids); absent fields are false. With want
--- ('hash'), a wrongly typed key is refused as typed() does (see there).
+-- HMGET key ids (any number of ids, none too: {} without a call, as HMGET
+-- with no field is refused, failing its script); absent fields are false.
+-- With want ('hash'), a wrongly typed key is refused as typed() does (see
+-- there).
 local function hmget(key, ids, want)
+  if #ids == 0 then return {} end
   if #ids <= CHUNK then return typed(want, 'HMGET', key, unpack(ids)) end
   local out = {}
   for i = 1, #ids, CHUNK do

@@ -170,6 +170,10 @@ for i, id in ipairs(ids) do
     -- its times with the end (the start its claim wrote: after the head)
     st[2 * k - 1] = id
     st[2 * k] = times and done_v .. times .. stamp or done_v .. ' @' .. times_ended(state_times(s[i]), stamp)
+    if not times then -- (format 2: a reply channel at the state's end is told as a watcher)
+      local ch = string.match(s[i], '^%S+ %S+ %S+ @%S* (%S+)$')
+      if ch then n[i] = n[i] and (n[i] .. ' ' .. ch) or ch end
+    end
     if r ~= '' then
       res[nr + 1] = id; res[nr + 2] = r
       nr = nr + 2

@@ -22,6 +22,8 @@
 --       completed jobs kept (<= 0: no count limit), 4 the offer's idle
 --       field ('': no offer), 5 its epoch, 6 lease ms, 7 slots, 8 the job's
 --       id, 9 "<attempt> <token>", 10 result.
+-- Reads both queue formats (a reply channel in the state or in the
+-- watchers column: see below).
 -- Returns complete.lua's reply: the job's code (1 done, or already done
 -- with this token; 0 lease lost; 2 cancelled), then, with an offer, 1
 -- registered or 0 not; or -1 or -2 (see above).
@@ -54,10 +56,21 @@ end
 local x = redis.pcall('HMGET', scol, id)
 if x.err then lean_refuse(x, scol, 'hash') end
 local s = x[1]
-x = redis.pcall('HMGET', wcol, id)
-if x.err then lean_refuse(x, wcol, 'hash') end
-local n = x[1]
-if n and string.find(n, DEPS_MARK, 1, true) then return NOT_THIS end
+-- queue format 2 (docs/scripts.md "Queue format 2"): a pushed awaited
+-- job's reply channel at the end of its state ("<head> @<times> <channel>")
+-- is its only watcher (a script that adds one moves the channel to the
+-- column first: lib.lua channels_out), so the column is neither read nor
+-- cleared; else the column is read (format 1, or a job without one there)
+local sch = s and string.byte(s, #s) ~= 44 and string.match(s, '^active %S+ %S+ @%d*,%d*, (%S+)$')
+local n
+if sch then
+  n, s = sch, string.sub(s, 1, #s - #sch - 1)
+else
+  x = redis.pcall('HMGET', wcol, id)
+  if x.err then lean_refuse(x, wcol, 'hash') end
+  n = x[1]
+  if n and string.find(n, DEPS_MARK, 1, true) then return NOT_THIS end
+end
 -- the offer's registration, read before the first write (complete.lua)
 local v = false
 if field ~= '' and not waiting then
@@ -132,7 +145,7 @@ if s and string.find(s, head, 1, true) == 1 and (#s == hl or string.byte(s, hl +
     else
       notify(n, prefix .. id, 'completed', r)
     end
-    redis.call('HDEL', wcol, id)
+    if not sch then redis.call('HDEL', wcol, id) end
   end
   if monitored_on then monitor(monitored, events, now, true)('completed', id) end
   code = 1

@@ -13,11 +13,20 @@
 -- (from_ready: a race, the queue had jobs ready and a registration), this
 -- script leaves its job ready and rings the doorbell: the idle workers
 -- then claim (a worker woken by the doorbell registers again).
+-- Queue format 2 (docs/scripts.md "Queue format 2"; qformat.lua): a
+-- client that learnt the queue's format 2 passes it, and a job pushed at
+-- once with an awaiting producer then keeps the reply channel at the end
+-- of its state ("active 1 <token> @<t>,<t>, <channel>") instead of in the
+-- watchers column (one HSET less here, an HMGET and an HDEL less in its
+-- completion). The meta field is read first (only then): a queue whose
+-- meta does not say 2 (set back, or a stale client) gets format 1's
+-- writes, nothing of format 2.
 -- KEYS (src/keys.def; bound to these locals): ready, prio, stats, active,
 --       idle, monitored, events, pcol (payload column), scol (state
---       column), wcol (watchers column)
+--       column), wcol (watchers column), meta
 -- ARGV: 1 wake channel, 2 reply channel of an awaiting producer ('' for
---       none), 3 token base for a push (unique per call), 4 payload.
+--       none), 3 token base for a push (unique per call), 4 payload,
+--       5 the queue format the client learnt ('2'; absent or else: 1).
 -- Returns { id, 0 } as enqueue.lua does for a new job.
 local wake, ch, tbase, payload = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 
@@ -39,6 +48,14 @@ if picked and nothing_ready then
   end
 end
 
+-- format 2: the channel goes in the state (checked against meta, a read
+-- before the first write)
+local inst = false
+if wid and ch ~= '' and ARGV[5] == '2' then
+  local f = redis.pcall('HGET', meta, 'format')
+  if type(f) == 'table' and f.err then lean_refuse(f, meta, 'hash') end
+  inst = f == '2'
+end
 local t = redis.call('TIME') -- (now_ms(), inline: a call and two tonumbers less)
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local stamp = int(now)
@@ -51,7 +68,7 @@ local stamp = int(now)
 -- (enqueue_one_check; w is 0 from then on).
 local seq = typed('hash', 'HINCRBY', stats, 'seq', 1)
 local id = int(seq)
-local lkey, wkey = wid and active, ch ~= '' and wcol -- (false: not written)
+local lkey, wkey = wid and active, ch ~= '' and not inst and wcol -- (false: not written)
 local w = 1
 if rank_window_in(seq, seq) then -- (see "Order within a priority")
   w = enqueue_one_check(w, stats, seq, id, pcol, scol, lkey, wkey)
@@ -69,7 +86,7 @@ local tok, deadline
 if wid then
   tok = string.match(wch, '([^:]+)$') .. '.' .. wid .. '.' .. tbase .. '1'
   deadline = int(now + lease) -- (lease: digits, coerced)
-  x = redis.pcall('HSET', scol, id, 'active 1 ' .. tok .. ' @' .. stamp .. ',' .. stamp .. ',')
+  x = redis.pcall('HSET', scol, id, 'active 1 ' .. tok .. ' @' .. stamp .. ',' .. stamp .. (inst and ', ' .. ch or ','))
 else
   x = redis.pcall('HSET', scol, id, 'ready 0 @' .. stamp .. ',,')
 end

@@ -323,27 +323,34 @@ local function delete_jobs(J, ids)
 end
 
 -- A state column value: state, attempts (as text), token (nil when none),
--- times (the text after '@', nil when none; see times_split).
+-- times (the text after '@', nil when none; see times_split), and the
+-- reply channel of an awaiting producer (nil when none): queue format 2
+-- (docs/scripts.md "Queue format 2") keeps a pushed awaited job's channel
+-- at the end of its active state, "active 1 <token> @<times> <channel>",
+-- in place of the watchers column; every script reads both forms, and one
+-- that writes such a job's state or watchers moves the channel to the
+-- column first (channels_out).
 local function state_text(v)
   if not v then return 'ready', '0', nil, nil end
   local s, a, rest = string.match(v, '^(%a+) (%d+) ?(.*)$')
   if not s then return v, '0', nil, nil end -- not rjq's format: no token matches
-  local t, tm = string.match(rest, '^(%S*) ?@(%S*)$')
+  local t, tm, ch = string.match(rest, '^(%S*) ?@(%S*) ?(%S*)$')
   if not t then t = rest end
   if t == '' then t = nil end
-  return s, a, t, tm
+  if ch == '' then ch = nil end
+  return s, a, t, tm, ch
 end
 
 -- A state value's times alone (state_text's tm, nil when none): for a
 -- caller that has already checked the rest by its head (complete.lua).
 local function state_times(v)
-  return string.match(v, '@(%S*)$')
+  return string.match(v, '@(%S*) ?%S*$')
 end
 
 -- The same with attempts as a number.
 local function state_of(v)
-  local s, a, t, tm = state_text(v)
-  return s, tonumber(a), t, tm
+  local s, a, t, tm, ch = state_text(v)
+  return s, tonumber(a), t, tm, ch
 end
 
 -- The state column value for state s, attempts a, token t and times tm
@@ -451,6 +458,38 @@ local ACTIVE_PIN = 'rjq: keeps this set a skiplist (longer than zset-max-listpac
 -- it stays a hash table instead of going back to a listpack that every
 -- HMGET and HSET scans (measured 0.8 against 0.3 us of HMGET per job).
 local WATCHERS_PIN = 'rjq: keeps this hash a table (a field longer than hash-max-listpack-value)'
+
+-- Queue format 2 (docs/scripts.md "Queue format 2"): the reply channels
+-- held at the end of the states sv of jobs ids (sv[k] is ids[k]'s value as
+-- read; false when none) move to the watchers column, appended to what it
+-- holds, and those states are written again without them (sv[k] updated).
+-- Every script that writes an active job's state (other than its
+-- completion by complete_one.lua, which publishes to the channel itself)
+-- or its watchers calls it first, after its type checks (it writes J.n
+-- and J.s): so no channel is lost by a state written without it, and a
+-- job's channel is never in both places. Returns the number moved.
+local function channels_out(J, ids, sv)
+  local moved, done = 0, nil
+  for k, id in ipairs(ids) do
+    local v = sv[k]
+    if v and string.byte(v, #v) ~= 44 then -- (',': an active state's times end, no channel)
+      local s, a, t, tm, ch = state_text(v)
+      done = done or {}
+      if ch and done[id] then -- (an id named twice: moved once)
+        sv[k] = state_value(s, a, t, tm)
+      elseif ch then
+        done[id] = true
+        local cur = redis.call('HGET', J.n, id)
+        redis.call('HSET', J.n, id, cur and (cur .. ' ' .. ch) or ch, WATCHERS_PIN, '')
+        v = state_value(s, a, t, tm)
+        redis.call('HSET', J.s, id, v)
+        sv[k] = v
+        moved = moved + 1
+      end
+    end
+  end
+  return moved
+end
 
 -- Channels on a Redis Cluster are sharded (docs/cluster.md 3.6): every
 -- channel a script publishes on carries its queue's hash tag, so SPUBLISH
@@ -1107,7 +1146,9 @@ end
 function DEPS.register(J, dependents, regs)
   local ids = {}
   for i = 1, #regs, 3 do ids[#ids + 1] = regs[i] end
-  local s, n = hmget(J.s, ids), hmget(J.n, ids)
+  local s = hmget(J.s, ids)
+  channels_out(J, ids, s) -- (format 2: the mark joins a running job's reply channel in the column)
+  local n = hmget(J.n, ids)
   local have = hmget(dependents, ids)
   -- order: the jobs given dependents (first seen); had/list: their entry as read, as written
   local out, order, had, list, marks, stale = {}, {}, {}, {}, {}, {}

@@ -1729,7 +1729,7 @@ RJQ_API int rjq_queue_resume(rjq_queue *q, rjq_count_cb *cb, void *data);
  * Set the queue's data format (stored in Redis, the queue's meta field
  * "format"; absent means 1). Format 2 keeps the reply channel of an
  * awaited job pushed at once to a worker in the job's state instead of a
- * column of its own: three Redis commands less per awaited job
+ * column of its own: two Redis commands less per awaited job
  * (docs/scripts.md "Queue format 2"). Every build that has this function
  * reads both formats; set 2 only once every process using the queue runs
  * such a build (older builds do not see those jobs' reply channels, and

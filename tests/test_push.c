@@ -960,6 +960,11 @@ TEST(format2_client_writes_format_1_once_the_queue_is_set_back) {
     push_stop(&e);
 }
 
+static void on_done_any(rjq_client *c, int status, void *data) {
+    (void)c, (void)status;
+    (*(long *)data)++;
+}
+
 static void on_outcome_status(rjq_client *c, int status, const rjq_outcome *o, void *data) {
     (void)c, (void)o;
     count_wait *w = data;
@@ -1010,6 +1015,10 @@ TEST(format2_cancel_of_a_running_pushed_job_tells_its_producer_and_its_await_by_
     ASSERT_EQ(RJQ_EJOBCANCELED, first.status);
     ASSERT_EQ(RJQ_EJOBCANCELED, by_id.status);
     ASSERT_EQ(0, server_int(e.env.rc, "HEXISTS t:{fc}:watchers %s", id));
+    long ended = 0; /* (the worker's job ends: its completion finds it cancelled) */
+    ASSERT_OK(rjq_job_complete(e.h.jobs[0], NULL, 0, on_done_any, &ended));
+    e.h.n = 0;
+    ASSERT(loop_until_count(e.env.base, &ended, 1, 5000));
     rjq_client_free(pc);
     push_stop(&e);
 }
@@ -1029,12 +1038,11 @@ TEST(format2_cancel_of_a_running_pushed_job_tells_its_producer) {
     ASSERT_EQ(RJQ_EJOBCANCELED, w.status);
     ASSERT(!state_holds_channel(e.env.rc, "fk", e.h.last_id, v, sizeof v));
     ASSERT(strncmp(v, "cancelled 1 ", 12) == 0);
+    long ended = 0; /* (the worker's job ends: its completion finds it cancelled) */
+    ASSERT_OK(rjq_job_complete(e.h.jobs[0], NULL, 0, on_done_any, &ended));
+    e.h.n = 0;
+    ASSERT(loop_until_count(e.env.base, &ended, 1, 5000));
     push_stop(&e);
-}
-
-static void on_done_any(rjq_client *c, int status, void *data) {
-    (void)c, (void)status;
-    (*(long *)data)++;
 }
 
 /* A failed attempt retried, and a lease taken back by the sweep: the job
@@ -1106,5 +1114,43 @@ TEST(format2_reclaimed_pushed_job_keeps_its_channel) {
     WAIT_FOR(e.env.base, w.done >= 1, 5000);
     ASSERT_OK(w.status);
     e.h.n = 0;
+    push_stop(&e);
+}
+
+/* An awaited job pushed into a slot the worker does not have (planted, as
+ * in job_pushed_beyond_free_slots_is_handed_back) on a format-2 queue: the
+ * worker hands it back (release.lua), which moves its channel to the
+ * watchers column first; it runs once the worker has room, and its
+ * completion tells the producer. */
+TEST(format2_awaited_job_handed_back_keeps_its_channel) {
+    push_env e;
+    long outcomes = 0, done = 0;
+    format2_start(&e, "fh", 1, &outcomes);
+    char field[256], v[128];
+    ASSERT_EQ(1, registration(e.env.rc, "fh", field, sizeof field, NULL));
+    redisReply *r = server_cmd(e.env.rc, "HGET t:{fh}:idle %s", field);
+    ASSERT(r->type == REDIS_REPLY_STRING && r->str[0] == '1' && r->str[1] == ' ');
+    snprintf(v, sizeof v, "%s", r->str); /* (its free slot, epoch, lease and push format) */
+    freeReplyObject(r);
+    ASSERT_OK(rjq_enqueue_await(e.env.q, "x", 1, NULL, NULL, count_outcome, &outcomes, NULL));
+    ASSERT(loop_until_count(e.env.base, &e.h.handled, 2, 5000));
+    ASSERT_EQ(-1, registration(e.env.rc, "fh", NULL, 0, NULL)); /* its only slot is used */
+    freeReplyObject(server_cmd(e.env.rc, "HSET t:{fh}:idle %s %s", field, v));
+    ASSERT_OK(rjq_enqueue_await(e.env.q, "y", 1, NULL, NULL, count_outcome, &outcomes, NULL));
+    ASSERT(wait_ready(e.env.base, e.env.rc, "fh", 1)); /* handed back: the worker is full */
+    r = server_cmd(e.env.rc, "LINDEX t:{fh}:ready 0");
+    ASSERT(r->type == REDIS_REPLY_STRING);
+    char id[64], sv[512];
+    snprintf(id, sizeof id, "%s", r->str);
+    freeReplyObject(r);
+    ASSERT(!state_holds_channel(e.env.rc, "fh", id, sv, sizeof sv));
+    ASSERT(strncmp(sv, "ready 0 ", 8) == 0);
+    ASSERT_EQ(1, server_int(e.env.rc, "HEXISTS t:{fh}:watchers %s", id));
+    release_one(&e.h, &done); /* room again: it claims the job */
+    ASSERT(loop_until_count(e.env.base, &e.h.handled, 3, 5000));
+    ASSERT_STREQ(id, e.h.last_id);
+    release_one(&e.h, &done);
+    ASSERT(loop_until_count(e.env.base, &outcomes, 3, 5000));
+    ASSERT(loop_until_count(e.env.base, &done, 2, 5000));
     push_stop(&e);
 }

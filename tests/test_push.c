@@ -1154,3 +1154,27 @@ TEST(format2_awaited_job_handed_back_keeps_its_channel) {
     ASSERT(loop_until_count(e.env.base, &done, 2, 5000));
     push_stop(&e);
 }
+
+/* The gate's read is a read before the first write: a wrongly typed meta
+ * (written behind rjq's back after the client learnt format 2) refuses
+ * the lean enqueue of an awaited job with nothing written (docs/scripts.md
+ * "Rules every script keeps"). */
+TEST(format2_enqueue_on_wrongtype_meta_writes_nothing) {
+    push_env e;
+    long outcomes = 0;
+    format2_start(&e, "fw", 1, &outcomes);
+    freeReplyObject(server_cmd(e.env.rc, "DEL t:{fw}:meta"));
+    freeReplyObject(server_cmd(e.env.rc, "SET t:{fw}:meta x"));
+    long long seq = server_int(e.env.rc, "HGET t:{fw}:stats seq");
+    long long states = server_int(e.env.rc, "HLEN t:{fw}:state");
+    count_wait w = {0};
+    ASSERT_OK(rjq_enqueue_await(e.env.q, "x", 1, NULL, NULL, on_outcome_status, &w, NULL));
+    WAIT_FOR(e.env.base, w.done >= 1, 5000);
+    ASSERT_EQ(RJQ_EWRONGTYPE, w.status);
+    ASSERT_EQ(seq, server_int(e.env.rc, "HGET t:{fw}:stats seq"));
+    ASSERT_EQ(states, server_int(e.env.rc, "HLEN t:{fw}:state"));
+    ASSERT_EQ(1, registration(e.env.rc, "fw", NULL, 0, NULL)); /* its slot not taken */
+    ASSERT_EQ(1, e.h.handled);
+    freeReplyObject(server_cmd(e.env.rc, "DEL t:{fw}:meta"));
+    push_stop(&e);
+}

@@ -49,9 +49,10 @@ if picked and nothing_ready then
 end
 
 -- format 2: the channel goes in the state (checked against meta, a read
--- before the first write)
+-- before the first write; a channel with a space, which the state's last
+-- field cannot hold, stays in the column)
 local inst = false
-if wid and ch ~= '' and ARGV[5] == '2' then
+if wid and ch ~= '' and ARGV[5] == '2' and not string.find(ch, ' ', 1, true) then
   local f = redis.pcall('HGET', meta, 'format')
   if type(f) == 'table' and f.err then lean_refuse(f, meta, 'hash') end
   inst = f == '2'

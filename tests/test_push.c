@@ -1178,3 +1178,39 @@ TEST(format2_enqueue_on_wrongtype_meta_writes_nothing) {
     freeReplyObject(server_cmd(e.env.rc, "DEL t:{fw}:meta"));
     push_stop(&e);
 }
+
+/* A dependent registered on a running pushed job of a format-2 queue
+ * (deps_add.lua, DEPS.register: the dependents' mark joins the job's
+ * watchers) moves the channel to the column first: the completion tells
+ * the producer and releases the dependent. */
+TEST(format2_dependent_on_a_running_pushed_job_keeps_its_channel) {
+    push_env e;
+    long outcomes = 0, done = 0;
+    format2_start(&e, "fd", 2, &outcomes);
+    count_wait w = {0};
+    ASSERT_OK(rjq_enqueue_await(e.env.q, "x", 1, NULL, NULL, on_outcome_status, &w, NULL));
+    ASSERT(loop_until_count(e.env.base, &e.h.handled, 2, 5000));
+    char id[64], v[512];
+    snprintf(id, sizeof id, "%s", e.h.last_id);
+    ASSERT(state_holds_channel(e.env.rc, "fd", id, v, sizeof v));
+    rjq_dep on = {"fd", id};
+    rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
+    jo.id = "dep-b";
+    jo.after = &on;
+    jo.n_after = 1;
+    ASSERT_OK(rjq_enqueue(e.env.q, "b", 1, &jo, NULL, NULL));
+    WAIT_FOR(e.env.base, server_int(e.env.rc, "HEXISTS t:{fd}:watchers %s", id) == 1, 5000);
+    ASSERT(!state_holds_channel(e.env.rc, "fd", id, v, sizeof v));
+    redisReply *r = server_cmd(e.env.rc, "HGET t:{fd}:watchers %s", id);
+    ASSERT(r->type == REDIS_REPLY_STRING && strstr(r->str, ":reply:") != NULL && strstr(r->str, "~deps") != NULL);
+    freeReplyObject(r);
+    ASSERT_EQ(2, e.h.handled); /* b waits */
+    release_one(&e.h, &done);
+    WAIT_FOR(e.env.base, w.done >= 1, 5000);
+    ASSERT_OK(w.status);
+    ASSERT(loop_until_count(e.env.base, &e.h.handled, 3, 5000)); /* b released and run */
+    ASSERT_STREQ("dep-b", e.h.last_id);
+    release_one(&e.h, &done);
+    ASSERT(loop_until_count(e.env.base, &done, 2, 5000));
+    push_stop(&e);
+}

@@ -846,6 +846,19 @@ static void format2_start(push_env *e, const char *name, int concurrency, long *
     ASSERT(wait_registration(e->env.base, e->env.rc, name, concurrency));
 }
 
+/* 1 when queue q's one registration carries the queue-format mark " 2"
+ * (lib.lua registration()). */
+static int registration_marked(redisContext *rc, const char *q) {
+    redisReply *r = server_cmd(rc, "HVALS t:{%s}:idle", q);
+    int marked = 0;
+    if (r->type == REDIS_REPLY_ARRAY && r->elements == 1) {
+        size_t n = strlen(r->element[0]->str);
+        marked = n > 2 && strcmp(r->element[0]->str + n - 2, " 2") == 0;
+    }
+    freeReplyObject(r);
+    return marked;
+}
+
 /* Job id's state value of queue q (into v); 1 when it ends with an
  * awaiting producer's reply channel (format 2), 0 when not. */
 static int state_holds_channel(redisContext *rc, const char *q, const char *id, char *v, size_t n) {
@@ -858,13 +871,16 @@ static int state_holds_channel(redisContext *rc, const char *q, const char *id, 
 }
 
 /* An awaited job pushed at once on a format-2 queue runs a different
- * path: enqueue_one.lua checks meta's format (HGET) and writes no watchers
- * (the channel ends the state: "active 1 <token> @<t>,<t>, <channel>"),
- * complete_one.lua reads no watchers and deletes none. Pinned like
+ * path: enqueue_one.lua writes no watchers (the channel ends the state:
+ * "active 1 <token> @<t>,<t>, <channel>"), complete_one.lua reads no
+ * watchers and deletes none. Pinned like
  * awaited_job_runs_its_counted_commands_to_enqueue_and_to_complete's
- * (format 1 keeps those): enqueue 12 (-1 HSET watchers, +1 HGET meta),
- * complete 11 (-HMGET, -HDEL watchers), 12 with a result. */
-#define FORMAT2_ENQUEUE_COMMANDS 12
+ * (format 1 keeps those): the first enqueue 12 (-1 HSET watchers, +1 HGET
+ * meta: its worker's registration is not marked yet), the next 11 (the
+ * completion marked the registration " 2": no HGET meta), complete 11
+ * (-HMGET, -HDEL watchers), 12 with a result. */
+#define FORMAT2_FIRST_ENQUEUE_COMMANDS 12
+#define FORMAT2_ENQUEUE_COMMANDS 11
 #define FORMAT2_COMPLETE_COMMANDS 11
 #define FORMAT2_COMPLETE_WITH_RESULT_COMMANDS 12
 
@@ -873,13 +889,16 @@ TEST(format2_awaited_job_keeps_its_reply_channel_in_its_state_and_runs_its_count
     long outcomes = 0, done = 0;
     format2_start(&e, "f2", 2, &outcomes);
     log_every_command(e.env.rc);
-    long long enq = 0, cmp = 0, cmp_result = 0;
+    long long enq1 = 0, enq = 0, cmp = 0, cmp_result = 0;
     for (int k = 1; k < 3; k++) {
         ASSERT(wait_registration(e.env.base, e.env.rc, "f2", 2));
+        /* marked only once a job whose state held its channel completed */
+        ASSERT_EQ(k == 2, registration_marked(e.env.rc, "f2"));
         long long before = server_commands_run(e.env.rc);
         ASSERT_OK(rjq_enqueue_await(e.env.q, "x", 1, NULL, NULL, count_outcome, &outcomes, NULL));
         ASSERT(loop_until_count(e.env.base, &e.h.handled, k + 1, 5000));
-        enq = server_commands_run(e.env.rc) - before;
+        if (k == 1) enq1 = server_commands_run(e.env.rc) - before;
+        else enq = server_commands_run(e.env.rc) - before;
         char v[512];
         ASSERT(state_holds_channel(e.env.rc, "f2", e.h.last_id, v, sizeof v));
         ASSERT(strncmp(v, "active 1 ", 9) == 0);
@@ -898,8 +917,9 @@ TEST(format2_awaited_job_keeps_its_reply_channel_in_its_state_and_runs_its_count
         ASSERT(strncmp(v, "completed 1 ", 12) == 0);
         ASSERT_EQ(0, server_int(e.env.rc, "HEXISTS t:{f2}:watchers %s", e.h.last_id));
     }
-    printf("format 2, commands per awaited job: enqueue %lld, complete %lld (with a result %lld)\n",
-           enq, cmp, cmp_result);
+    printf("format 2, commands per awaited job: enqueue %lld (the first %lld), complete %lld "
+           "(with a result %lld)\n", enq, enq1, cmp, cmp_result);
+    ASSERT_EQ(FORMAT2_FIRST_ENQUEUE_COMMANDS, enq1);
     ASSERT_EQ(FORMAT2_ENQUEUE_COMMANDS, enq);
     ASSERT_EQ(FORMAT2_COMPLETE_COMMANDS, cmp);
     ASSERT_EQ(FORMAT2_COMPLETE_WITH_RESULT_COMMANDS, cmp_result);
@@ -939,23 +959,39 @@ TEST(queue_format_goes_back_to_1_only_while_no_job_is_active) {
 
 /* A client that learnt format 2 while the queue was set back to 1 (its
  * next read of the format is up to RJQ_INDEX_RELEARN_MS away) writes
- * format 1: enqueue_one.lua reads meta before it writes the channel
+ * format 1: the set-back strips the worker's registration of its " 2"
+ * mark (which would tell enqueue_one.lua the queue is format 2 without a
+ * read), and enqueue_one.lua reads meta before it writes the channel
  * anywhere but the watchers column. */
 TEST(format2_client_writes_format_1_once_the_queue_is_set_back) {
     push_env e;
     long outcomes = 0, done = 0;
     format2_start(&e, "fs", 1, &outcomes);
-    freeReplyObject(server_cmd(e.env.rc, "HDEL t:{fs}:meta format")); /* (no job active) */
-    log_every_command(e.env.rc);
+    /* a completed format-2 job marks its worker's registration */
     ASSERT_OK(rjq_enqueue_await(e.env.q, "x", 1, NULL, NULL, count_outcome, &outcomes, NULL));
     ASSERT(loop_until_count(e.env.base, &e.h.handled, 2, 5000));
+    rjq_job *j = e.h.jobs[0];
+    e.h.n = 0;
+    ASSERT_OK(rjq_job_complete(j, NULL, 0, on_done_ok, &done));
+    ASSERT(loop_until_count(e.env.base, &outcomes, 2, 5000));
+    ASSERT(loop_until_count(e.env.base, &done, 1, 5000));
+    ASSERT(wait_registration(e.env.base, e.env.rc, "fs", 1));
+    ASSERT(registration_marked(e.env.rc, "fs"));
+    long long n = -1;
+    ASSERT_OK(set_format(e.env.base, e.env.q, 1, &n)); /* (no job active) */
+    ASSERT_EQ(1, n);
+    ASSERT(!registration_marked(e.env.rc, "fs"));
+    ASSERT_EQ(1, registration(e.env.rc, "fs", NULL, 0, NULL));
+    log_every_command(e.env.rc);
+    ASSERT_OK(rjq_enqueue_await(e.env.q, "x", 1, NULL, NULL, count_outcome, &outcomes, NULL));
+    ASSERT(loop_until_count(e.env.base, &e.h.handled, 3, 5000));
     ASSERT_EQ(1, fcalls_of(e.env.rc, RJQ__S_ENQUEUE_ONE)); /* (the lean call, told 2) */
     char v[512];
     ASSERT(!state_holds_channel(e.env.rc, "fs", e.h.last_id, v, sizeof v));
     ASSERT(v[strlen(v) - 1] == ',');
     ASSERT_EQ(1, server_int(e.env.rc, "HEXISTS t:{fs}:watchers %s", e.h.last_id));
     release_one(&e.h, &done);
-    ASSERT(loop_until_count(e.env.base, &outcomes, 2, 5000));
+    ASSERT(loop_until_count(e.env.base, &outcomes, 3, 5000));
     ASSERT_EQ(0, server_int(e.env.rc, "HEXISTS t:{fs}:watchers %s", e.h.last_id));
     push_stop(&e);
 }

@@ -18,8 +18,12 @@
 -- once with an awaiting producer then keeps the reply channel at the end
 -- of its state ("active 1 <token> @<t>,<t>, <channel>") instead of in the
 -- watchers column (one HSET less here, an HMGET and an HDEL less in its
--- completion). The meta field is read first (only then): a queue whose
--- meta does not say 2 (set back, or a stale client) gets format 1's
+-- completion). Whether the queue is format 2 now: a registration marked
+-- " 2" says so (lib.lua registration(): complete_one marks the offer of
+-- a worker whose job held its channel, and qformat.lua strips every mark
+-- when the queue goes back to 1), else the meta field is read first (only
+-- then, and the registration's rewrite is marked when it says 2): a queue
+-- whose meta does not say 2 (set back, or a stale client) gets format 1's
 -- writes, nothing of format 2.
 -- KEYS (src/keys.def; bound to these locals): ready, prio, stats, active,
 --       idle, monitored, events, pcol (payload column), scol (state
@@ -37,25 +41,30 @@ if pick.err then lean_refuse(pick, idle, 'hash') end
 local nothing_ready, monitored_on = ready_and_monitored(ready, prio, monitored)
 local picked = #pick > 0 and pick[1] ~= CONTROL_MARK
 -- a registration to push to (push_plan's test); a stale one is dropped
-local wid, wch, slots, epoch, lease, format
+local wid, wch, slots, epoch, lease, format, q2
 local stale = false
 if picked and nothing_ready then
   wid, wch = string.match(pick[1], '^(%S+) (.+)$')
-  slots, epoch, lease, format = string.match(pick[2], '^(%d+) (%S+) (%d+) (%S+)$')
+  slots, epoch, lease, format, q2 = string.match(pick[2], '^(%d+) (%S+) (%d+) (%S+) ?(2?)$')
+  q2 = q2 == '2'
   slots = tonumber(slots or 0)
   if not wch or slots < 1 or not push_format_ok(format) or numsub(wch) == 0 then
     wid, stale = nil, true
   end
 end
 
--- format 2: the channel goes in the state (checked against meta, a read
--- before the first write; a channel with a space, which the state's last
--- field cannot hold, stays in the column)
+-- format 2: the channel goes in the state (the registration's mark, or
+-- else meta read before the first write; a channel with a space, which
+-- the state's last field cannot hold, stays in the column)
 local inst = false
 if wid and ch ~= '' and ARGV[5] == '2' and not string.find(ch, ' ', 1, true) then
-  local f = redis.pcall('HGET', meta, 'format')
-  if type(f) == 'table' and f.err then lean_refuse(f, meta, 'hash') end
-  inst = f == '2'
+  if q2 then
+    inst = true
+  else
+    local f = redis.pcall('HGET', meta, 'format')
+    if type(f) == 'table' and f.err then lean_refuse(f, meta, 'hash') end
+    inst = f == '2'
+  end
 end
 local t = redis.call('TIME') -- (now_ms(), inline: a call and two tonumbers less)
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
@@ -122,7 +131,7 @@ if emit ~= UNMONITORED then emit('enqueued', id) end
 if wid then
   if emit ~= UNMONITORED then emit('active', id) end
   if slots > 1 then
-    redis.call('HSET', idle, pick[1], registration(slots - 1, epoch, lease, format))
+    redis.call('HSET', idle, pick[1], registration(slots - 1, epoch, lease, format, q2 or inst))
   else
     redis.call('HDEL', idle, pick[1])
   end

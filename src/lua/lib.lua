@@ -1809,9 +1809,15 @@ local function reset_idle(idle, meta)
   if m[1] or m[2] or m[3] then redis.call('HSET', idle, CONTROL_MARK, '1') end
 end
 
--- The value of a registration.
-local function registration(slots, epoch, lease, format)
-  return slots .. ' ' .. epoch .. ' ' .. lease .. ' ' .. (format or PUSH_FORMAT)
+-- The value of a registration: "<slots> <epoch> <lease> <format>", then
+-- " 2" when q2 (the queue-format mark, docs/scripts.md "Queue format 2":
+-- written only by a script that knows meta says format 2 — complete_one
+-- finishing a job whose state held its channel, enqueue_one after its
+-- read of meta — and kept by the rewrites of a marked one; qformat.lua
+-- strips every mark when the queue goes back to 1, so a marked
+-- registration means the queue is format 2 now).
+local function registration(slots, epoch, lease, format, q2)
+  return slots .. ' ' .. epoch .. ' ' .. lease .. ' ' .. (format or PUSH_FORMAT) .. (q2 and ' 2' or '')
 end
 
 -- A registration's format that this enqueue can push to (nil: none).
@@ -1823,9 +1829,11 @@ end
 -- registration (0 slots: removes it); otherwise they are added to a
 -- registration of the same epoch, or start one when there is none.
 -- v: the field's value when the caller already read it (false: absent;
--- nil: read it here). Returns the slots registered (0 when the stored
--- epoch differs) and, without reset, the field's value now.
-local function offer_slots(idle, field, epoch, lease, slots, reset, v)
+-- nil: read it here). q2: mark the registration (see registration(); a
+-- registration of the same epoch keeps its mark). Returns the slots
+-- registered (0 when the stored epoch differs) and, without reset, the
+-- field's value now.
+local function offer_slots(idle, field, epoch, lease, slots, reset, v, q2)
   if reset then
     if slots > 0 then redis.call('HSET', idle, field, registration(slots, epoch, lease))
     else redis.call('HDEL', idle, field) end
@@ -1838,8 +1846,9 @@ local function offer_slots(idle, field, epoch, lease, slots, reset, v)
     local n, e = string.match(v, '^(%d+) (%S+)')
     if e ~= epoch then return 0, v end
     have = tonumber(n)
+    q2 = q2 or string.byte(v, #v) == 50 and string.byte(v, #v - 1) == 32
   end
-  v = registration(have + slots, epoch, lease)
+  v = registration(have + slots, epoch, lease, nil, q2)
   redis.call('HSET', idle, field, v)
   return slots, v
 end
@@ -1887,7 +1896,7 @@ local function push_to_idle(J, active, idle, tbase, budget, emit, pick, take, de
     pick = nil
     if field == CONTROL_MARK then break end -- paused or limited: no registrations
     local wid, ch = string.match(field, '^(%S+) (.+)$')
-    local slots, epoch, lease, format = string.match(v, '^(%d+) (%S+) (%d+) (%S+)$')
+    local slots, epoch, lease, format, q2 = string.match(v, '^(%d+) (%S+) (%d+) (%S+) ?(2?)$')
     slots = tonumber(slots or 0)
     if not plan and (not ch or slots < 1 or not push_format_ok(format) or
        numsub(ch) == 0) then
@@ -1905,7 +1914,7 @@ local function push_to_idle(J, active, idle, tbase, budget, emit, pick, take, de
                                u = first and first.u, after_lease = first and first.after}, ids, d, o, s, out)
       plan, first = nil, nil
       if slots - n > 0 then
-        redis.call('HSET', idle, field, registration(slots - n, epoch, lease, format))
+        redis.call('HSET', idle, field, registration(slots - n, epoch, lease, format, q2 == '2'))
       else
         redis.call('HDEL', idle, field)
       end
@@ -1968,7 +1977,7 @@ end
 local function push_plan(pick, tbase, budget, sv, now)
   if #pick == 0 or pick[1] == CONTROL_MARK then return nil end
   local wid, ch = string.match(pick[1], '^(%S+) (.+)$')
-  local slots, _, _, format = string.match(pick[2], '^(%d+) (%S+) (%d+) (%S+)$')
+  local slots, _, _, format = string.match(pick[2], '^(%d+) (%S+) (%d+) (%S+) ?2?$')
   slots = tonumber(slots or 0)
   if not ch or slots < 1 or not push_format_ok(format) or numsub(ch) == 0 then return nil end
   local tok = string.match(ch, '([^:]+)$') .. '.' .. wid .. '.' .. tbase .. 1

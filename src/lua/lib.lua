@@ -1846,7 +1846,7 @@ local function offer_slots(idle, field, epoch, lease, slots, reset, v, q2)
     local n, e = string.match(v, '^(%d+) (%S+)')
     if e ~= epoch then return 0, v end
     have = tonumber(n)
-    q2 = q2 or string.byte(v, #v) == 50 and string.byte(v, #v - 1) == 32
+    q2 = q2 or string.find(v, '^%d+ %S+ %d+ %S+ 2$') ~= nil
   end
   v = registration(have + slots, epoch, lease, nil, q2)
   redis.call('HSET', idle, field, v)

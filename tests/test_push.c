@@ -1215,10 +1215,12 @@ TEST(format2_enqueue_on_wrongtype_meta_writes_nothing) {
     push_stop(&e);
 }
 
-/* A dependent registered on a running pushed job of a format-2 queue
- * (deps_add.lua, DEPS.register: the dependents' mark joins the job's
- * watchers) moves the channel to the column first: the completion tells
- * the producer and releases the dependent. */
+/* A dependent of its own queue registered on a running pushed job of a
+ * format-2 queue (deps_add.lua, DEPS.register) leaves no mark among the
+ * job's watchers (its dependents entry is what the finishing script
+ * reads): the channel stays in the state, and the completion (handed by
+ * complete_one.lua to complete.lua: the job has an entry) tells the
+ * producer from it and releases the dependent. */
 TEST(format2_dependent_on_a_running_pushed_job_keeps_its_channel) {
     push_env e;
     long outcomes = 0, done = 0;
@@ -1235,11 +1237,9 @@ TEST(format2_dependent_on_a_running_pushed_job_keeps_its_channel) {
     jo.after = &on;
     jo.n_after = 1;
     ASSERT_OK(rjq_enqueue(e.env.q, "b", 1, &jo, NULL, NULL));
-    WAIT_FOR(e.env.base, server_int(e.env.rc, "HEXISTS t:{fd}:watchers %s", id) == 1, 5000);
-    ASSERT(!state_holds_channel(e.env.rc, "fd", id, v, sizeof v));
-    redisReply *r = server_cmd(e.env.rc, "HGET t:{fd}:watchers %s", id);
-    ASSERT(r->type == REDIS_REPLY_STRING && strstr(r->str, ":reply:") != NULL && strstr(r->str, "~deps") != NULL);
-    freeReplyObject(r);
+    WAIT_FOR(e.env.base, server_int(e.env.rc, "HEXISTS t:{fd}:dependents %s", id) == 1, 5000);
+    ASSERT(state_holds_channel(e.env.rc, "fd", id, v, sizeof v));
+    ASSERT_EQ(0, server_int(e.env.rc, "HEXISTS t:{fd}:watchers %s", id));
     ASSERT_EQ(2, e.h.handled); /* b waits */
     release_one(&e.h, &done);
     WAIT_FOR(e.env.base, w.done >= 1, 5000);
@@ -1248,5 +1248,43 @@ TEST(format2_dependent_on_a_running_pushed_job_keeps_its_channel) {
     ASSERT_STREQ("dep-b", e.h.last_id);
     release_one(&e.h, &done);
     ASSERT(loop_until_count(e.env.base, &done, 2, 5000));
+    push_stop(&e);
+}
+
+/* A dependent of another queue registered on a running pushed job of a
+ * format-2 queue (DEPS.register: the dependents' mark joins the job's
+ * watchers) moves the channel to the column first: the completion tells
+ * the producer and releases the dependent (fails with channels_out a
+ * no-op there: the lean completion would take the state's channel and
+ * never see the mark). */
+TEST(format2_dependent_of_another_queue_moves_the_channel_to_the_watchers) {
+    push_env e;
+    long outcomes = 0, done = 0;
+    format2_start(&e, "fe", 2, &outcomes);
+    rjq_queue_options qo = RJQ_QUEUE_OPTIONS_INIT;
+    rjq_queue *oq;
+    ASSERT_OK(rjq_queue_open(e.env.c, "fo", &qo, &oq));
+    count_wait w = {0};
+    ASSERT_OK(rjq_enqueue_await(e.env.q, "x", 1, NULL, NULL, on_outcome_status, &w, NULL));
+    ASSERT(loop_until_count(e.env.base, &e.h.handled, 2, 5000));
+    char id[64], v[512];
+    snprintf(id, sizeof id, "%s", e.h.last_id);
+    ASSERT(state_holds_channel(e.env.rc, "fe", id, v, sizeof v));
+    rjq_dep on = {"fe", id};
+    rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
+    jo.id = "dep-o";
+    jo.after = &on;
+    jo.n_after = 1;
+    ASSERT_OK(rjq_enqueue(oq, "b", 1, &jo, NULL, NULL));
+    WAIT_FOR(e.env.base, server_int(e.env.rc, "HEXISTS t:{fe}:watchers %s", id) == 1, 5000);
+    ASSERT(!state_holds_channel(e.env.rc, "fe", id, v, sizeof v));
+    redisReply *r = server_cmd(e.env.rc, "HGET t:{fe}:watchers %s", id);
+    ASSERT(r->type == REDIS_REPLY_STRING && strstr(r->str, ":reply:") != NULL && strstr(r->str, "~deps") != NULL);
+    freeReplyObject(r);
+    ASSERT_EQ(0, server_int(e.env.rc, "LLEN t:{fo}:ready"));
+    release_one(&e.h, &done);
+    WAIT_FOR(e.env.base, w.done >= 1, 5000);
+    ASSERT_OK(w.status);
+    WAIT_FOR(e.env.base, server_int(e.env.rc, "LLEN t:{fo}:ready") == 1, 5000); /* released */
     push_stop(&e);
 }

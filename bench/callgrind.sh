@@ -15,6 +15,8 @@
 # Usage: bench/callgrind.sh [CASE...]
 #   rjq cases:  rjq-18 rjq-1k rjq-16k (awaited jobs one at a time:
 #               rjq-bench awaited-seq at PAYLOAD_BYTES 18, 1024, 16384)
+#               rjq2-18 rjq2-1k rjq2-16k (the same on a queue of format 2:
+#               QUEUE_FORMAT=2, docs/scripts.md "Queue format 2")
 #               rjq-drain (rjq-bench drain, tiny jobs, c=50)
 #               ref-drain (rjq-bench reference: the plain-command reference
 #               the drain is compared with, LPUSH, LMOVE, LREM DRAIN_N each
@@ -78,7 +80,7 @@ if [ $need_peers = 1 ] && [ -z "${PEERS:-}" ]; then
 fi
 [ $need_peers = 0 ] || [ -d "$PEERS/node_modules" ] || { echo "callgrind.sh: no $PEERS/node_modules" >&2; exit 1; }
 for c in "${cases[@]}"; do
-  case $c in rjq-* | ref-*) [ -x "$RJQ_BENCH" ] || { echo "callgrind.sh: no $RJQ_BENCH (make build)" >&2; exit 1; } ;; esac
+  case $c in rjq-* | rjq2-* | ref-*) [ -x "$RJQ_BENCH" ] || { echo "callgrind.sh: no $RJQ_BENCH (make build)" >&2; exit 1; } ;; esac
 done
 
 # cg_mark.sh (the peers' method): commandstats before and after, callgrind
@@ -147,7 +149,8 @@ run_case() {
       REDIS_PORT=$CG_PORT N=$jobs BULK=${BULK:-100} BULK_WINDOW=${BULK_WINDOW:-2} "$RJQ_BENCH" drain > "$OUT/$c.json" 2> "$OUT/$c.err" ;;
     ref-drain) # the plain-command reference (rjq-bench reference: LPUSH, LMOVE, LREM, N each)
       REDIS_PORT=$CG_PORT N=$jobs "$RJQ_BENCH" reference > "$OUT/$c.json" 2> "$OUT/$c.err" ;;
-    rjq-*) REDIS_PORT=$CG_PORT N=$jobs PAYLOAD_BYTES=$pb CG_IDLE_S=${CG_IDLE_S:-10} RECLAIM_MS=${RECLAIM_MS:-60000} \
+    rjq-* | rjq2-*) QUEUE_FORMAT=$([ "${c%%-*}" = rjq2 ] && echo 2 || echo 1) \
+             REDIS_PORT=$CG_PORT N=$jobs PAYLOAD_BYTES=$pb CG_IDLE_S=${CG_IDLE_S:-10} RECLAIM_MS=${RECLAIM_MS:-60000} \
              "$RJQ_BENCH" awaited-seq > "$OUT/$c.json" 2> "$OUT/$c.err" ;;
     bee-drain | bull-drain)
       local js=bench_beequeue.js

@@ -12,6 +12,8 @@
  * Redis breakdown of the timed phase on stderr) VERBOSE (1: info on stderr);
  * diagnostics only: RETENTION_MS, COMPLETED_MAX (queue options; unset or 0
  * keeps the library defaults, which is what the comparison uses).
+ * QUEUE_FORMAT (awaited-seq: 2 sets the queue's format 2 first,
+ * rjq_queue_set_format; bench/callgrind.sh's rjq2-* cases).
  *
  * The last stdout line is the JSON result. Each case measures only its own
  * phase from inside the measured process: Redis INFO snapshots (a separate
@@ -1101,6 +1103,12 @@ static void seq_send(long i) {
     }
 }
 
+static void on_format_set(rjq_client *c, int status, long long n, void *data) {
+    (void)c, (void)n;
+    if (status != RJQ_OK) die("rjq_queue_set_format: %s", rjq_strerror(status));
+    *(volatile int *)data = 1;
+}
+
 static int case_awaited_seq(void) {
     char name[96];
     snprintf(name, sizeof name, "awaited-seq(c=%ld)", C.conc);
@@ -1115,6 +1123,12 @@ static int case_awaited_seq(void) {
     L.ts = calloc((size_t)(C.n > C.warm ? C.n : C.warm) + 1, sizeof *L.ts);
     L.lat = calloc((size_t)(C.n > C.warm ? C.n : C.warm) + 1, sizeof *L.lat);
     if (L.ts == NULL || L.lat == NULL) die("out of memory");
+    if (getenv("QUEUE_FORMAT") && atoi(getenv("QUEUE_FORMAT")) == 2) {
+        /* (before the warm-up: its first enqueue learns the format) */
+        static volatile int set;
+        if (rjq_queue_set_format(queue, 2, on_format_set, (void *)&set) != RJQ_OK || !loop_until(&set, 10))
+            die("could not set the queue's format 2");
+    }
     if (C.warm > 0) { /* one at a time too: the reply channel subscribed */
         seq_send(0);
         if (!loop_until(&L.all_done, 30) || L.errors) die("warm-up jobs did not complete");

@@ -1754,6 +1754,27 @@ RJQ_API int rjq_queue_reclaim(rjq_queue *q, rjq_count_cb *cb, void *data);
 RJQ_API int rjq_queue_pause(rjq_queue *q, rjq_count_cb *cb, void *data);
 RJQ_API int rjq_queue_resume(rjq_queue *q, rjq_count_cb *cb, void *data);
 
+/*
+ * Set the queue's data format (stored in Redis, the queue's meta field
+ * "format"; absent means 1). Format 2 keeps the reply channel of an
+ * awaited job pushed at once to a worker in the job's state instead of a
+ * column of its own: two Redis commands less per awaited job
+ * (docs/scripts.md "Queue format 2"). Every build that has this function
+ * reads both formats; set 2 only once every process using the queue runs
+ * such a build (older builds do not see those jobs' reply channels, and
+ * their producers would hear nothing). Producers learn the format with
+ * the index declaration (again within RJQ_INDEX_RELEARN_MS); the lean
+ * enqueue checks the stored format before it writes format 2, so a
+ * producer that learnt 2 writes format 1 once the queue is set back.
+ * Going back to 1 is refused while the queue has active jobs (only their
+ * states can hold a reply channel): cb gets RJQ_ESTATE, nothing changed;
+ * stop or drain the workers first. format: 1 or 2, else RJQ_EINVAL
+ * (returned). cb (may be NULL) gets 1 when the format changed, 0 when it
+ * already was so; a sharded queue's shards each (1 when any changed, the
+ * first error otherwise).
+ */
+RJQ_API int rjq_queue_set_format(rjq_queue *q, int format, rjq_count_cb *cb, void *data);
+
 /* A queue's limits, enforced on the server by the claim script, for every
  * worker of every process alike. */
 typedef struct rjq_limits {

@@ -23,6 +23,8 @@ int rjq__queue_purge_one(rjq_queue *q, rjq_job_state state, long limit, rjq_coun
 int rjq__queue_reclaim_one(rjq_queue *q, rjq_count_cb *cb, void *data);
 int rjq__queue_pause_one(rjq_queue *q, rjq_count_cb *cb, void *data);
 int rjq__queue_resume_one(rjq_queue *q, rjq_count_cb *cb, void *data);
+/* rjq_queue_set_format on one queue (or shard): qformat.lua */
+int rjq__queue_format_one(rjq_queue *q, int format, rjq_count_cb *cb, void *data);
 int rjq__queue_limits_one(rjq_queue *q, const rjq_limits *l, rjq_count_cb *cb, void *data);
 /* The same on a shard, fenced by epoch (>= 0; -1: none, as _one): refused
  * by the shard when it holds a newer epoch (limits.lua), cb's n then 0

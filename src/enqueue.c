@@ -147,6 +147,10 @@ typedef struct part {
     char index[RJQ_INDEX_FIELDS_MAX * (RJQ_INDEX_FIELD_MAX + 1)];
     uint64_t learnt_ms;       /* when it was read (0: never) */
     int learning;             /* a read is out (it holds the queue) */
+    int format;               /* the queue's data format as learnt with the
+                                 index (meta "format"; 2, else 1: rjq.h
+                                 rjq_queue_set_format): passed to the lean
+                                 enqueue, which checks it */
 } part;
 
 static const char *index_of(rjq_queue *q);
@@ -348,6 +352,16 @@ static void on_enqueued(rjq_client *c, int status, redisReply *r, void *priv) {
         b->ah = NULL;
     }
     call_ended(c, q);
+    if (status == RJQ_ECONN || status == RJQ_ETIMEDOUT) {
+        /* the server may be another one now (a failover, a restart): the
+         * queue's format and index are learnt again before a lean enqueue
+         * passes format 2 (the script checks it anyway) */
+        part *p = rjq__queue_part(q, RJQ__PART_ENQUEUE);
+        if (p && !p->learning) {
+            p->format = 1;
+            p->learnt_ms = 0;
+        }
+    }
     if (status == RJQ_OK && b->want_pool) refill(b->q, b->n);
     if (status == RJQ_OK && b->nparts) {
         status = join_parts(c, r, b->nparts, &flat);
@@ -529,9 +543,11 @@ static int send_one(rjq_queue *q, batch *b, sent_batch *s) {
     strcat(tbase, "p");
     rjq__buf_arg_str(&a, tbase);
     rjq__buf_arg(&a, payload, plen);
+    part *p = rjq__queue_part(q, RJQ__PART_ENQUEUE);
+    rjq__buf_arg_str(&a, p && p->format == 2 ? "2" : "1"); /* (enqueue_one.lua checks it) */
     int rc = a.oom ? RJQ_ENOMEM
                    : rjq__script_buf(rjq_queue_get_client(q), RJQ__S_ENQUEUE_ONE, RJQ__REQ_DURABLE,
-                                     on_enqueued, s, 1 + rjq__scripts[RJQ__S_ENQUEUE_ONE].nkeys + 4,
+                                     on_enqueued, s, 1 + rjq__scripts[RJQ__S_ENQUEUE_ONE].nkeys + 5,
                                      &a);
     rjq__buf_free(&a);
     return rc;
@@ -889,8 +905,18 @@ void rjq__enqueue_index_learnt(rjq_queue *q, const char *fields, size_t len) {
 static void on_learnt(rjq_client *c, int status, redisReply *r, void *priv) {
     rjq_queue *q = priv; /* (held) */
     part *p = rjq__queue_part(q, RJQ__PART_ENQUEUE);
-    if (status == RJQ_OK && r->type == REDIS_REPLY_ARRAY && r->elements == 1) r = r->element[0];
-    else if (status == RJQ_OK) r = NULL;
+    redisReply *f = NULL; /* the format field */
+    if (status == RJQ_OK && r->type == REDIS_REPLY_ARRAY && r->elements == 2) {
+        f = r->element[1];
+        r = r->element[0];
+    } else if (status == RJQ_OK) {
+        r = NULL;
+    }
+    /* (format 2 only when the field says exactly that; anything else: 1) */
+    if (status == RJQ_OK && f)
+        p->format = f->type == REDIS_REPLY_STRING && f->len == 1 && f->str[0] == '2' ? 2 : 1;
+    else if (status != RJQ_ECANCELED)
+        p->format = 1; /* (not known: format 1 until the next read) */
     if (status == RJQ_OK && r && r->type == REDIS_REPLY_NIL) {
         p->index[0] = '\0';
     } else if (status == RJQ_OK && r && r->type == REDIS_REPLY_STRING && r->len < sizeof p->index &&
@@ -917,6 +943,7 @@ static void learn(rjq_queue *q, part *p) {
     rjq__argv_str(&a, "HMGET"); /* (HMGET: an await's fetch of a big result is the HGET) */
     rjq__argv_key(&a, q, RJQ__K_META);
     rjq__argv_str(&a, "index");
+    rjq__argv_str(&a, "format"); /* (the queue's data format: send_one) */
     int rc = RJQ_ENOMEM;
     rjq__queue_hold(q);
     p->learning = 1;

@@ -252,7 +252,7 @@ int rjq_queue_open_async(rjq_client *c, const char *name, const rjq_queue_option
 typedef enum {
     H_ENQUEUE, H_BATCH, H_WORKER, H_STATS, H_CANCEL, H_GET_JOB, H_DELETE, H_PAUSE, H_RESUME,
     H_RECLAIM, H_REPLAY, H_PURGE, H_LIST_JOBS, H_LIST_DEAD, H_ENQUEUE_AWAIT, H_QUEUE_AWAIT,
-    H_LIMITS, H_LEARNT, H_WORKERS, H_PROMOTE, H_GET_DEPS, H_GET_DEPENDENTS
+    H_LIMITS, H_LEARNT, H_WORKERS, H_PROMOTE, H_GET_DEPS, H_GET_DEPENDENTS, H_FORMAT
 } hkind;
 
 typedef void any_fn(void);
@@ -397,6 +397,9 @@ static void held_run(rjq_queue *q, held *h) {
     case H_PAUSE: rc = rjq_queue_pause(q, (rjq_count_cb *)h->cb, h->data); break;
     case H_RESUME: rc = rjq_queue_resume(q, (rjq_count_cb *)h->cb, h->data); break;
     case H_RECLAIM: rc = rjq_queue_reclaim(q, (rjq_count_cb *)h->cb, h->data); break;
+    case H_FORMAT:
+        rc = rjq_queue_set_format(q, (int)h->limit, (rjq_count_cb *)h->cb, h->data);
+        break;
     case H_REPLAY:
         rc = rjq_queue_replay(q, h->id, h->limit, (rjq_count_cb *)h->cb, h->data);
         break;
@@ -1792,6 +1795,23 @@ int rjq_queue_resume(rjq_queue *q, rjq_count_cb *cb, void *data) {
     layout *l = layout_of(q);
     if (l == NULL) return rjq__queue_resume_one(q, cb, data);
     return fan_out(q, l, send_resume, NULL, 1, cb, data);
+}
+
+static int send_format(rjq_queue *sub, const void *arg, rjq_count_cb *cb, void *data) {
+    return rjq__queue_format_one(sub, *(const int *)arg, cb, data);
+}
+
+int rjq_queue_set_format(rjq_queue *q, int format, rjq_count_cb *cb, void *data) {
+    if (format != 1 && format != 2) return RJQ_EINVAL;
+    if (gated(q)) {
+        held *h = held_new_id(H_FORMAT, (any_fn *)cb, data, NULL);
+        if (h == NULL) return RJQ_ENOMEM;
+        h->limit = format;
+        return hold(q, h);
+    }
+    layout *l = layout_of(q);
+    if (l == NULL) return rjq__queue_format_one(q, format, cb, data);
+    return fan_out(q, l, send_format, &format, 1, cb, data);
 }
 
 int rjq_queue_reclaim(rjq_queue *q, rjq_count_cb *cb, void *data) {

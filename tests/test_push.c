@@ -817,3 +817,474 @@ TEST(two_handles_of_one_queue_in_one_client_run_each_job_once) {
     rjq_client_free(w);
     env_stop(&e);
 }
+
+/* ---- queue format 2 (docs/scripts.md "Queue format 2") ---------------------------- */
+
+/* Set q's format (rjq_queue_set_format) and wait: the callback's status, n
+ * in *n. */
+static int set_format(struct event_base *base, rjq_queue *q, int format, long long *n) {
+    count_wait w = {0};
+    ASSERT_OK(rjq_queue_set_format(q, format, on_count, &w));
+    WAIT_FOR(base, w.done >= 1, 5000);
+    if (n) *n = w.n;
+    return w.status;
+}
+
+/* Push env e's queue name to format 2 and have its handle learn it: a
+ * first awaited job through the general script (the handle's first
+ * enqueue learns the index and the format: enqueue.c learn), completed. */
+static void format2_start(push_env *e, const char *name, int concurrency, long *outcomes) {
+    push_start(e, name, concurrency, 0);
+    long long n = 0;
+    ASSERT_OK(set_format(e->env.base, e->env.q, 2, &n));
+    ASSERT_EQ(1, n);
+    long done = 0;
+    ASSERT_OK(rjq_enqueue_await(e->env.q, "x", 1, NULL, NULL, count_outcome, outcomes, NULL));
+    ASSERT(loop_until_count(e->env.base, &e->h.handled, 1, 5000));
+    release_one(&e->h, &done);
+    ASSERT(loop_until_count(e->env.base, outcomes, 1, 5000));
+    ASSERT(wait_registration(e->env.base, e->env.rc, name, concurrency));
+}
+
+/* 1 when queue q's one registration carries the queue-format mark " 2"
+ * (lib.lua registration()). */
+static int registration_marked(redisContext *rc, const char *q) {
+    redisReply *r = server_cmd(rc, "HVALS t:{%s}:idle", q);
+    int marked = 0;
+    if (r->type == REDIS_REPLY_ARRAY && r->elements == 1) {
+        size_t n = strlen(r->element[0]->str);
+        marked = n > 2 && strcmp(r->element[0]->str + n - 2, " 2") == 0;
+    }
+    freeReplyObject(r);
+    return marked;
+}
+
+/* Job id's state value of queue q (into v); 1 when it ends with an
+ * awaiting producer's reply channel (format 2), 0 when not. */
+static int state_holds_channel(redisContext *rc, const char *q, const char *id, char *v, size_t n) {
+    redisReply *r = server_cmd(rc, "HGET t:{%s}:state %s", q, id);
+    ASSERT(r->type == REDIS_REPLY_STRING);
+    snprintf(v, n, "%s", r->str);
+    int holds = strstr(r->str, ":reply:") != NULL && strstr(r->str, "framed") != NULL;
+    freeReplyObject(r);
+    return holds;
+}
+
+/* An awaited job pushed at once on a format-2 queue runs a different
+ * path: enqueue_one.lua writes no watchers (the channel ends the state:
+ * "active 1 <token> @<t>,<t>, <channel>"), complete_one.lua reads no
+ * watchers and deletes none. Pinned like
+ * awaited_job_runs_its_counted_commands_to_enqueue_and_to_complete's
+ * (format 1 keeps those): the first enqueue 12 (-1 HSET watchers, +1 HGET
+ * meta: its worker's registration is not marked yet), the next 11 (the
+ * completion marked the registration " 2": no HGET meta), complete 11
+ * (-HMGET, -HDEL watchers), 12 with a result. */
+#define FORMAT2_FIRST_ENQUEUE_COMMANDS 12
+#define FORMAT2_ENQUEUE_COMMANDS 11
+#define FORMAT2_COMPLETE_COMMANDS 11
+#define FORMAT2_COMPLETE_WITH_RESULT_COMMANDS 12
+
+TEST(format2_awaited_job_keeps_its_reply_channel_in_its_state_and_runs_its_counted_commands) {
+    push_env e;
+    long outcomes = 0, done = 0;
+    format2_start(&e, "f2", 2, &outcomes);
+    log_every_command(e.env.rc);
+    long long enq1 = 0, enq = 0, cmp = 0, cmp_result = 0;
+    for (int k = 1; k < 3; k++) {
+        ASSERT(wait_registration(e.env.base, e.env.rc, "f2", 2));
+        /* marked only once a job whose state held its channel completed */
+        ASSERT_EQ(k == 2, registration_marked(e.env.rc, "f2"));
+        long long before = server_commands_run(e.env.rc);
+        ASSERT_OK(rjq_enqueue_await(e.env.q, "x", 1, NULL, NULL, count_outcome, &outcomes, NULL));
+        ASSERT(loop_until_count(e.env.base, &e.h.handled, k + 1, 5000));
+        if (k == 1) enq1 = server_commands_run(e.env.rc) - before;
+        else enq = server_commands_run(e.env.rc) - before;
+        char v[512];
+        ASSERT(state_holds_channel(e.env.rc, "f2", e.h.last_id, v, sizeof v));
+        ASSERT(strncmp(v, "active 1 ", 9) == 0);
+        ASSERT_EQ(0, server_int(e.env.rc, "HEXISTS t:{f2}:watchers %s", e.h.last_id));
+        rjq_job *j = e.h.jobs[0];
+        e.h.n = 0;
+        before = server_commands_run(e.env.rc);
+        if (k == 2) ASSERT_OK(rjq_job_complete(j, "r", 1, on_done_ok, &done));
+        else ASSERT_OK(rjq_job_complete(j, NULL, 0, on_done_ok, &done));
+        ASSERT(loop_until_count(e.env.base, &outcomes, k + 1, 5000));
+        ASSERT(loop_until_count(e.env.base, &done, k, 5000));
+        if (k == 2) cmp_result = server_commands_run(e.env.rc) - before;
+        else cmp = server_commands_run(e.env.rc) - before;
+        /* completed: its state without the channel, nothing in watchers */
+        ASSERT(!state_holds_channel(e.env.rc, "f2", e.h.last_id, v, sizeof v));
+        ASSERT(strncmp(v, "completed 1 ", 12) == 0);
+        ASSERT_EQ(0, server_int(e.env.rc, "HEXISTS t:{f2}:watchers %s", e.h.last_id));
+    }
+    printf("format 2, commands per awaited job: enqueue %lld (the first %lld), complete %lld "
+           "(with a result %lld)\n", enq, enq1, cmp, cmp_result);
+    ASSERT_EQ(FORMAT2_FIRST_ENQUEUE_COMMANDS, enq1);
+    ASSERT_EQ(FORMAT2_ENQUEUE_COMMANDS, enq);
+    ASSERT_EQ(FORMAT2_COMPLETE_COMMANDS, cmp);
+    ASSERT_EQ(FORMAT2_COMPLETE_WITH_RESULT_COMMANDS, cmp_result);
+    ASSERT_EQ(2, fcalls_of(e.env.rc, RJQ__S_ENQUEUE_ONE));
+    ASSERT_EQ(0, fcalls_of(e.env.rc, RJQ__S_ENQUEUE));
+    ASSERT_EQ(2, fcalls_of(e.env.rc, RJQ__S_COMPLETE_ONE));
+    ASSERT_EQ(0, fcalls_of(e.env.rc, RJQ__S_COMPLETE));
+    push_stop(&e);
+}
+
+/* The format is the operator's (rjq_queue_set_format): 2 is set once; back
+ * to 1 is refused while a job is active (its state may hold a channel),
+ * nothing changed, and allowed once none is; 1 and 2 only. */
+TEST(queue_format_goes_back_to_1_only_while_no_job_is_active) {
+    push_env e;
+    long outcomes = 0, done = 0;
+    format2_start(&e, "fb", 1, &outcomes);
+    long long n = -1;
+    ASSERT_OK(set_format(e.env.base, e.env.q, 2, &n));
+    ASSERT_EQ(0, n); /* already */
+    ASSERT_EQ(RJQ_EINVAL, rjq_queue_set_format(e.env.q, 3, on_count, NULL));
+    ASSERT_EQ(RJQ_EINVAL, rjq_queue_set_format(e.env.q, 0, on_count, NULL));
+    ASSERT_OK(rjq_enqueue_await(e.env.q, "x", 1, NULL, NULL, count_outcome, &outcomes, NULL));
+    ASSERT(loop_until_count(e.env.base, &e.h.handled, 2, 5000));
+    ASSERT_EQ(RJQ_ESTATE, set_format(e.env.base, e.env.q, 1, NULL));
+    redisReply *r = server_cmd(e.env.rc, "HGET t:{fb}:meta format");
+    ASSERT(r->type == REDIS_REPLY_STRING && strcmp(r->str, "2") == 0);
+    freeReplyObject(r);
+    release_one(&e.h, &done);
+    ASSERT(loop_until_count(e.env.base, &outcomes, 2, 5000));
+    ASSERT(loop_until_count(e.env.base, &done, 1, 5000));
+    ASSERT_OK(set_format(e.env.base, e.env.q, 1, &n));
+    ASSERT_EQ(1, n);
+    ASSERT_EQ(0, server_int(e.env.rc, "HEXISTS t:{fb}:meta format"));
+    push_stop(&e);
+}
+
+/* A client that learnt format 2 while the queue was set back to 1 (its
+ * next read of the format is up to RJQ_INDEX_RELEARN_MS away) writes
+ * format 1: the set-back strips the worker's registration of its " 2"
+ * mark (which would tell enqueue_one.lua the queue is format 2 without a
+ * read), and enqueue_one.lua reads meta before it writes the channel
+ * anywhere but the watchers column. */
+TEST(format2_client_writes_format_1_once_the_queue_is_set_back) {
+    push_env e;
+    long outcomes = 0, done = 0;
+    format2_start(&e, "fs", 1, &outcomes);
+    /* a completed format-2 job marks its worker's registration */
+    ASSERT_OK(rjq_enqueue_await(e.env.q, "x", 1, NULL, NULL, count_outcome, &outcomes, NULL));
+    ASSERT(loop_until_count(e.env.base, &e.h.handled, 2, 5000));
+    rjq_job *j = e.h.jobs[0];
+    e.h.n = 0;
+    ASSERT_OK(rjq_job_complete(j, NULL, 0, on_done_ok, &done));
+    ASSERT(loop_until_count(e.env.base, &outcomes, 2, 5000));
+    ASSERT(loop_until_count(e.env.base, &done, 1, 5000));
+    ASSERT(wait_registration(e.env.base, e.env.rc, "fs", 1));
+    ASSERT(registration_marked(e.env.rc, "fs"));
+    long long n = -1;
+    ASSERT_OK(set_format(e.env.base, e.env.q, 1, &n)); /* (no job active) */
+    ASSERT_EQ(1, n);
+    ASSERT(!registration_marked(e.env.rc, "fs"));
+    ASSERT_EQ(1, registration(e.env.rc, "fs", NULL, 0, NULL));
+    log_every_command(e.env.rc);
+    ASSERT_OK(rjq_enqueue_await(e.env.q, "x", 1, NULL, NULL, count_outcome, &outcomes, NULL));
+    ASSERT(loop_until_count(e.env.base, &e.h.handled, 3, 5000));
+    ASSERT_EQ(1, fcalls_of(e.env.rc, RJQ__S_ENQUEUE_ONE)); /* (the lean call, told 2) */
+    char v[512];
+    ASSERT(!state_holds_channel(e.env.rc, "fs", e.h.last_id, v, sizeof v));
+    ASSERT(v[strlen(v) - 1] == ',');
+    ASSERT_EQ(1, server_int(e.env.rc, "HEXISTS t:{fs}:watchers %s", e.h.last_id));
+    release_one(&e.h, &done);
+    ASSERT(loop_until_count(e.env.base, &outcomes, 3, 5000));
+    ASSERT_EQ(0, server_int(e.env.rc, "HEXISTS t:{fs}:watchers %s", e.h.last_id));
+    push_stop(&e);
+}
+
+static void on_done_any(rjq_client *c, int status, void *data) {
+    (void)c, (void)status;
+    (*(long *)data)++;
+}
+
+static void on_outcome_status(rjq_client *c, int status, const rjq_outcome *o, void *data) {
+    (void)c, (void)o;
+    count_wait *w = data;
+    w->status = status;
+    w->done++;
+}
+
+static void on_cancelled_active(rjq_client *c, int status, const char *state, void *data) {
+    (void)c;
+    ASSERT_OK(status);
+    ASSERT(state != NULL && strcmp(state, "active") == 0);
+    (*(long *)data)++;
+}
+
+/* Each would leave its producer waiting if the channel in the state were
+ * lost: the cancel of a running format-2 job tells it (cancel.lua reads
+ * the channel from the state); its await by id adds a watcher (the
+ * channel moves to the watchers column first: both are told). */
+TEST(format2_cancel_of_a_running_pushed_job_tells_its_producer_and_its_await_by_id) {
+    push_env e;
+    long outcomes = 0, cancelled = 0;
+    format2_start(&e, "fc", 1, &outcomes);
+    count_wait first = {0}, by_id = {0};
+    ASSERT_OK(rjq_enqueue_await(e.env.q, "x", 1, NULL, NULL, on_outcome_status, &first, NULL));
+    ASSERT(loop_until_count(e.env.base, &e.h.handled, 2, 5000));
+    char id[64], v[512];
+    snprintf(id, sizeof id, "%s", e.h.last_id);
+    ASSERT(state_holds_channel(e.env.rc, "fc", id, v, sizeof v));
+    /* rjq job parses it: active, its token, its times */
+    info_wait iw = get_info(e.env.base, e.env.q, id);
+    ASSERT_OK(iw.status);
+    ASSERT(strcmp(iw.state, "active") == 0);
+    ASSERT(strcmp(iw.token, rjq_job_get_token(e.h.jobs[0])) == 0);
+    ASSERT(iw.enqueued_ms > 0 && iw.started_ms >= iw.enqueued_ms && iw.ended_ms == 0);
+    /* an await by id of another client: the channel goes to the column */
+    rjq_client *pc = client_for(e.env.base, &e.env.s);
+    ASSERT_OK(rjq_queue_await(queue_for(pc, "fc"), id, NULL, on_outcome_status, &by_id, NULL));
+    WAIT_FOR(e.env.base, server_int(e.env.rc, "HEXISTS t:{fc}:watchers %s", id) == 1, 5000);
+    ASSERT(!state_holds_channel(e.env.rc, "fc", id, v, sizeof v));
+    ASSERT(strncmp(v, "active 1 ", 9) == 0);
+    redisReply *r = server_cmd(e.env.rc, "HGET t:{fc}:watchers %s", id);
+    ASSERT(r->type == REDIS_REPLY_STRING && strchr(r->str, ' ') != NULL); /* two channels */
+    freeReplyObject(r);
+    ASSERT_OK(rjq_queue_cancel(e.env.q, id, on_cancelled_active, &cancelled));
+    ASSERT(loop_until_count(e.env.base, &cancelled, 1, 5000));
+    WAIT_FOR(e.env.base, first.done >= 1, 5000);
+    WAIT_FOR(e.env.base, by_id.done >= 1, 5000);
+    ASSERT_EQ(RJQ_EJOBCANCELED, first.status);
+    ASSERT_EQ(RJQ_EJOBCANCELED, by_id.status);
+    ASSERT_EQ(0, server_int(e.env.rc, "HEXISTS t:{fc}:watchers %s", id));
+    long ended = 0; /* (the worker's job ends: its completion finds it cancelled) */
+    ASSERT_OK(rjq_job_complete(e.h.jobs[0], NULL, 0, on_done_any, &ended));
+    e.h.n = 0;
+    ASSERT(loop_until_count(e.env.base, &ended, 1, 5000));
+    rjq_client_free(pc);
+    push_stop(&e);
+}
+
+/* A cancel with the channel still in the state (no await by id): told. */
+TEST(format2_cancel_of_a_running_pushed_job_tells_its_producer) {
+    push_env e;
+    long outcomes = 0, cancelled = 0;
+    format2_start(&e, "fk", 1, &outcomes);
+    count_wait w = {0};
+    ASSERT_OK(rjq_enqueue_await(e.env.q, "x", 1, NULL, NULL, on_outcome_status, &w, NULL));
+    ASSERT(loop_until_count(e.env.base, &e.h.handled, 2, 5000));
+    char v[512];
+    ASSERT(state_holds_channel(e.env.rc, "fk", e.h.last_id, v, sizeof v));
+    ASSERT_OK(rjq_queue_cancel(e.env.q, e.h.last_id, on_cancelled_active, &cancelled));
+    WAIT_FOR(e.env.base, w.done >= 1, 5000);
+    ASSERT_EQ(RJQ_EJOBCANCELED, w.status);
+    ASSERT(!state_holds_channel(e.env.rc, "fk", e.h.last_id, v, sizeof v));
+    ASSERT(strncmp(v, "cancelled 1 ", 12) == 0);
+    long ended = 0; /* (the worker's job ends: its completion finds it cancelled) */
+    ASSERT_OK(rjq_job_complete(e.h.jobs[0], NULL, 0, on_done_any, &ended));
+    e.h.n = 0;
+    ASSERT(loop_until_count(e.env.base, &ended, 1, 5000));
+    push_stop(&e);
+}
+
+/* A failed attempt retried, and a lease taken back by the sweep: the job
+ * goes back to ready with its channel moved to the watchers column
+ * (fail.lua, reclaim.lua: channels_out), and its rerun's completion tells
+ * the producer. */
+TEST(format2_retried_and_reclaimed_jobs_keep_their_channel_for_the_rerun) {
+    push_env e;
+    long outcomes = 0, done = 0, failed = 0, stale = 0;
+    format2_start(&e, "fr", 2, &outcomes);
+    count_wait w = {0};
+    ASSERT_OK(rjq_enqueue_await(e.env.q, "x", 1, NULL, NULL, on_outcome_status, &w, NULL));
+    ASSERT(loop_until_count(e.env.base, &e.h.handled, 2, 5000));
+    char id[64], v[512];
+    snprintf(id, sizeof id, "%s", e.h.last_id);
+    ASSERT(state_holds_channel(e.env.rc, "fr", id, v, sizeof v));
+    /* failed, retried at once: claimed again */
+    rjq_job *j = e.h.jobs[0];
+    e.h.n = 0;
+    ASSERT_OK(rjq_job_fail(j, "boom", RJQ_FAIL_RETRY, 0, on_done_ok, &failed));
+    ASSERT(loop_until_count(e.env.base, &e.h.handled, 3, 5000));
+    ASSERT_EQ(2, e.h.last_attempt);
+    ASSERT(!state_holds_channel(e.env.rc, "fr", id, v, sizeof v));
+    ASSERT_EQ(1, server_int(e.env.rc, "HEXISTS t:{fr}:watchers %s", id));
+    ASSERT_EQ(0, w.done);
+    /* its lease taken back by the sweep (its end moved to the past) */
+    freeReplyObject(server_cmd(e.env.rc, "ZADD t:{fr}:active XX 1 %s", id));
+    count_wait rc = {0};
+    ASSERT_OK(rjq_queue_reclaim(e.env.q, on_count, &rc));
+    WAIT_FOR(e.env.base, rc.done >= 1, 5000);
+    ASSERT_EQ(1, rc.n);
+    ASSERT(loop_until_count(e.env.base, &e.h.handled, 4, 5000));
+    ASSERT_EQ(3, e.h.last_attempt);
+    /* the old attempt's completion is refused; the rerun's tells */
+    ASSERT_OK(rjq_job_complete(e.h.jobs[0], NULL, 0, on_done_any, &stale));
+    ASSERT(loop_until_count(e.env.base, &stale, 1, 5000));
+    ASSERT_EQ(0, w.done);
+    ASSERT_OK(rjq_job_complete(e.h.jobs[1], "ok", 2, on_done_ok, &done));
+    WAIT_FOR(e.env.base, w.done >= 1, 5000);
+    ASSERT_OK(w.status);
+    ASSERT_EQ(0, server_int(e.env.rc, "HEXISTS t:{fr}:watchers %s", id));
+    e.h.n = 0;
+    push_stop(&e);
+}
+
+/* A reclaim sweep of a job whose channel is still in its state moves it
+ * (reclaim.lua), so the rerun's completion tells the producer. */
+TEST(format2_reclaimed_pushed_job_keeps_its_channel) {
+    push_env e;
+    long outcomes = 0, done = 0, stale = 0;
+    format2_start(&e, "fl", 2, &outcomes);
+    count_wait w = {0};
+    ASSERT_OK(rjq_enqueue_await(e.env.q, "x", 1, NULL, NULL, on_outcome_status, &w, NULL));
+    ASSERT(loop_until_count(e.env.base, &e.h.handled, 2, 5000));
+    char id[64], v[512];
+    snprintf(id, sizeof id, "%s", e.h.last_id);
+    ASSERT(state_holds_channel(e.env.rc, "fl", id, v, sizeof v));
+    freeReplyObject(server_cmd(e.env.rc, "ZADD t:{fl}:active XX 1 %s", id));
+    count_wait rc = {0};
+    ASSERT_OK(rjq_queue_reclaim(e.env.q, on_count, &rc));
+    WAIT_FOR(e.env.base, rc.done >= 1, 5000);
+    ASSERT_EQ(1, rc.n);
+    ASSERT(loop_until_count(e.env.base, &e.h.handled, 3, 5000));
+    ASSERT(!state_holds_channel(e.env.rc, "fl", id, v, sizeof v));
+    ASSERT_OK(rjq_job_complete(e.h.jobs[0], NULL, 0, on_done_any, &stale));
+    ASSERT(loop_until_count(e.env.base, &stale, 1, 5000));
+    ASSERT_EQ(0, w.done);
+    ASSERT_OK(rjq_job_complete(e.h.jobs[1], "ok", 2, on_done_ok, &done));
+    WAIT_FOR(e.env.base, w.done >= 1, 5000);
+    ASSERT_OK(w.status);
+    e.h.n = 0;
+    push_stop(&e);
+}
+
+/* An awaited job pushed into a slot the worker does not have (planted, as
+ * in job_pushed_beyond_free_slots_is_handed_back) on a format-2 queue: the
+ * worker hands it back (release.lua), which moves its channel to the
+ * watchers column first; it runs once the worker has room, and its
+ * completion tells the producer. */
+TEST(format2_awaited_job_handed_back_keeps_its_channel) {
+    push_env e;
+    long outcomes = 0, done = 0;
+    format2_start(&e, "fh", 1, &outcomes);
+    char field[256], v[128];
+    ASSERT_EQ(1, registration(e.env.rc, "fh", field, sizeof field, NULL));
+    redisReply *r = server_cmd(e.env.rc, "HGET t:{fh}:idle %s", field);
+    ASSERT(r->type == REDIS_REPLY_STRING && r->str[0] == '1' && r->str[1] == ' ');
+    snprintf(v, sizeof v, "%s", r->str); /* (its free slot, epoch, lease and push format) */
+    freeReplyObject(r);
+    ASSERT_OK(rjq_enqueue_await(e.env.q, "x", 1, NULL, NULL, count_outcome, &outcomes, NULL));
+    ASSERT(loop_until_count(e.env.base, &e.h.handled, 2, 5000));
+    ASSERT_EQ(-1, registration(e.env.rc, "fh", NULL, 0, NULL)); /* its only slot is used */
+    freeReplyObject(server_cmd(e.env.rc, "HSET t:{fh}:idle %s %s", field, v));
+    ASSERT_OK(rjq_enqueue_await(e.env.q, "y", 1, NULL, NULL, count_outcome, &outcomes, NULL));
+    ASSERT(wait_ready(e.env.base, e.env.rc, "fh", 1)); /* handed back: the worker is full */
+    r = server_cmd(e.env.rc, "LINDEX t:{fh}:ready 0");
+    ASSERT(r->type == REDIS_REPLY_STRING);
+    char id[64], sv[512];
+    snprintf(id, sizeof id, "%s", r->str);
+    freeReplyObject(r);
+    ASSERT(!state_holds_channel(e.env.rc, "fh", id, sv, sizeof sv));
+    ASSERT(strncmp(sv, "ready 0 ", 8) == 0);
+    ASSERT_EQ(1, server_int(e.env.rc, "HEXISTS t:{fh}:watchers %s", id));
+    release_one(&e.h, &done); /* room again: it claims the job */
+    ASSERT(loop_until_count(e.env.base, &e.h.handled, 3, 5000));
+    ASSERT_STREQ(id, e.h.last_id);
+    release_one(&e.h, &done);
+    ASSERT(loop_until_count(e.env.base, &outcomes, 3, 5000));
+    ASSERT(loop_until_count(e.env.base, &done, 2, 5000));
+    push_stop(&e);
+}
+
+/* The gate's read is a read before the first write: a wrongly typed meta
+ * (written behind rjq's back after the client learnt format 2) refuses
+ * the lean enqueue of an awaited job with nothing written (docs/scripts.md
+ * "Rules every script keeps"). */
+TEST(format2_enqueue_on_wrongtype_meta_writes_nothing) {
+    push_env e;
+    long outcomes = 0;
+    format2_start(&e, "fw", 1, &outcomes);
+    freeReplyObject(server_cmd(e.env.rc, "DEL t:{fw}:meta"));
+    freeReplyObject(server_cmd(e.env.rc, "SET t:{fw}:meta x"));
+    long long seq = server_int(e.env.rc, "HGET t:{fw}:stats seq");
+    long long states = server_int(e.env.rc, "HLEN t:{fw}:state");
+    count_wait w = {0};
+    ASSERT_OK(rjq_enqueue_await(e.env.q, "x", 1, NULL, NULL, on_outcome_status, &w, NULL));
+    WAIT_FOR(e.env.base, w.done >= 1, 5000);
+    ASSERT_EQ(RJQ_EWRONGTYPE, w.status);
+    ASSERT_EQ(seq, server_int(e.env.rc, "HGET t:{fw}:stats seq"));
+    ASSERT_EQ(states, server_int(e.env.rc, "HLEN t:{fw}:state"));
+    ASSERT_EQ(1, registration(e.env.rc, "fw", NULL, 0, NULL)); /* its slot not taken */
+    ASSERT_EQ(1, e.h.handled);
+    freeReplyObject(server_cmd(e.env.rc, "DEL t:{fw}:meta"));
+    push_stop(&e);
+}
+
+/* A dependent of its own queue registered on a running pushed job of a
+ * format-2 queue (deps_add.lua, DEPS.register) leaves no mark among the
+ * job's watchers (its dependents entry is what the finishing script
+ * reads): the channel stays in the state, and the completion (handed by
+ * complete_one.lua to complete.lua: the job has an entry) tells the
+ * producer from it and releases the dependent. */
+TEST(format2_dependent_on_a_running_pushed_job_keeps_its_channel) {
+    push_env e;
+    long outcomes = 0, done = 0;
+    format2_start(&e, "fd", 2, &outcomes);
+    count_wait w = {0};
+    ASSERT_OK(rjq_enqueue_await(e.env.q, "x", 1, NULL, NULL, on_outcome_status, &w, NULL));
+    ASSERT(loop_until_count(e.env.base, &e.h.handled, 2, 5000));
+    char id[64], v[512];
+    snprintf(id, sizeof id, "%s", e.h.last_id);
+    ASSERT(state_holds_channel(e.env.rc, "fd", id, v, sizeof v));
+    rjq_dep on = {"fd", id};
+    rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
+    jo.id = "dep-b";
+    jo.after = &on;
+    jo.n_after = 1;
+    ASSERT_OK(rjq_enqueue(e.env.q, "b", 1, &jo, NULL, NULL));
+    WAIT_FOR(e.env.base, server_int(e.env.rc, "HEXISTS t:{fd}:dependents %s", id) == 1, 5000);
+    ASSERT(state_holds_channel(e.env.rc, "fd", id, v, sizeof v));
+    ASSERT_EQ(0, server_int(e.env.rc, "HEXISTS t:{fd}:watchers %s", id));
+    ASSERT_EQ(2, e.h.handled); /* b waits */
+    release_one(&e.h, &done);
+    WAIT_FOR(e.env.base, w.done >= 1, 5000);
+    ASSERT_OK(w.status);
+    ASSERT(loop_until_count(e.env.base, &e.h.handled, 3, 5000)); /* b released and run */
+    ASSERT_STREQ("dep-b", e.h.last_id);
+    release_one(&e.h, &done);
+    ASSERT(loop_until_count(e.env.base, &done, 2, 5000));
+    push_stop(&e);
+}
+
+/* A dependent of another queue registered on a running pushed job of a
+ * format-2 queue (DEPS.register: the dependents' mark joins the job's
+ * watchers) moves the channel to the column first: the completion tells
+ * the producer and releases the dependent (fails with channels_out a
+ * no-op there: the lean completion would take the state's channel and
+ * never see the mark). */
+TEST(format2_dependent_of_another_queue_moves_the_channel_to_the_watchers) {
+    push_env e;
+    long outcomes = 0, done = 0;
+    format2_start(&e, "fe", 2, &outcomes);
+    rjq_queue_options qo = RJQ_QUEUE_OPTIONS_INIT;
+    rjq_queue *oq;
+    ASSERT_OK(rjq_queue_open(e.env.c, "fo", &qo, &oq));
+    count_wait w = {0};
+    ASSERT_OK(rjq_enqueue_await(e.env.q, "x", 1, NULL, NULL, on_outcome_status, &w, NULL));
+    ASSERT(loop_until_count(e.env.base, &e.h.handled, 2, 5000));
+    char id[64], v[512];
+    snprintf(id, sizeof id, "%s", e.h.last_id);
+    ASSERT(state_holds_channel(e.env.rc, "fe", id, v, sizeof v));
+    rjq_dep on = {"fe", id};
+    rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
+    jo.id = "dep-o";
+    jo.after = &on;
+    jo.n_after = 1;
+    ASSERT_OK(rjq_enqueue(oq, "b", 1, &jo, NULL, NULL));
+    WAIT_FOR(e.env.base, server_int(e.env.rc, "HEXISTS t:{fe}:watchers %s", id) == 1, 5000);
+    ASSERT(!state_holds_channel(e.env.rc, "fe", id, v, sizeof v));
+    redisReply *r = server_cmd(e.env.rc, "HGET t:{fe}:watchers %s", id);
+    ASSERT(r->type == REDIS_REPLY_STRING && strstr(r->str, ":reply:") != NULL && strstr(r->str, "~deps") != NULL);
+    freeReplyObject(r);
+    ASSERT_EQ(0, server_int(e.env.rc, "LLEN t:{fo}:ready"));
+    release_one(&e.h, &done);
+    WAIT_FOR(e.env.base, w.done >= 1, 5000);
+    ASSERT_OK(w.status);
+    WAIT_FOR(e.env.base, server_int(e.env.rc, "LLEN t:{fo}:ready") == 1, 5000); /* released */
+    push_stop(&e);
+}

@@ -525,6 +525,72 @@ TEST(pushed_jobs_of_a_dead_client_are_found_by_their_state_and_run_elsewhere) {
     env_stop(&e);
 }
 
+static void on_format(rjq_client *c, int status, long long n, void *data) {
+    (void)c, (void)n;
+    ASSERT_OK(status);
+    (*(long *)data)++;
+}
+
+static void on_told(rjq_client *c, int status, const rjq_outcome *o, void *data) {
+    (void)c, (void)o;
+    ASSERT_OK(status);
+    (*(long *)data)++;
+}
+
+/* The same on a queue of format 2 (docs/scripts.md "Queue format 2"),
+ * with awaited jobs: their reply channels are in their states when their
+ * client dies; the orphan sweep moves them to the watchers column
+ * (orphans.lua, channels_out) before it writes the states, so the
+ * completions elsewhere tell the producer. */
+TEST(awaited_pushed_jobs_of_a_dead_client_on_a_format_2_queue_still_tell_their_producer) {
+    test_env e;
+    env_start(&e, "orphanf2");
+    long set = 0, told = 0;
+    ASSERT_OK(rjq_queue_set_format(e.q, 2, on_format, &set));
+    ASSERT(loop_until_count(e.base, &set, 1, 5000));
+    /* the producer learns the format with its first enqueue (a job for later) */
+    rjq_job_options later = RJQ_JOB_OPTIONS_INIT;
+    later.delay_ms = 3600000;
+    ASSERT_OK(rjq_enqueue(e.q, "later", 5, &later, NULL, NULL));
+    ASSERT(loop_until_server_int(e.base, e.rc, 1, 5000, "ZCARD t:{orphanf2}:delayed"));
+    rjq_client_options o = client_options(e.s.url);
+    o.liveness_ms = 1000;
+    rjq_client *a = client_new(e.base, &o);
+    rjq_queue *qa = queue_for(a, "orphanf2");
+    wait_connected(e.base, a);
+    runs ra = {.keep = 1};
+    rjq_worker_options wo = quiet_worker_options(3);
+    wo.lease_ms = 300000;
+    rjq_worker *wa = NULL;
+    ASSERT_OK(rjq_worker_start(qa, &wo, on_run, &ra, &wa));
+    wait_worker_started(e.base, a, qa, e.rc, "orphanf2"); /* idle: enqueues push to it */
+    for (int i = 0; i < 2; i++) { /* (one a loop turn: the lean enqueue takes a batch of one) */
+        ASSERT_OK(rjq_enqueue_await(e.q, "x", 1, NULL, NULL, on_told, &told, NULL));
+        ASSERT(loop_until_count(e.base, &ra.ran, i + 1, 5000));
+    }
+    /* their channels are in their states, none in the watchers column */
+    redisReply *r = server_cmd(e.rc, "HVALS t:{orphanf2}:state");
+    ASSERT(r->type == REDIS_REPLY_ARRAY);
+    int in_state = 0;
+    for (size_t i = 0; i < r->elements; i++) in_state += strstr(r->element[i]->str, ":reply:") != NULL;
+    freeReplyObject(r);
+    ASSERT_EQ(2, in_state);
+    ASSERT(server_int(e.rc, "HLEN t:{orphanf2}:watchers") <= 1); /* (its pin at most) */
+    WAIT_FOR(e.base, server_int(e.rc, "ZCARD t:{clients}:live") > 0, 5000);
+    rjq_client_free(a); /* its jobs stay active under its tokens */
+    for (long i = 0; i < ra.nheld; i++) rjq_job_fail(ra.held[i], "x", 0, -1, NULL, NULL);
+
+    rjq_client *b = client_new(e.base, &o);
+    rjq_queue *qb = queue_for(b, "orphanf2");
+    runs rb = {0};
+    rjq_worker *wb = NULL;
+    ASSERT_OK(rjq_worker_start(qb, &wo, on_run, &rb, &wb));
+    ASSERT(loop_until_count(e.base, &rb.done, 2, 10000)); /* (their lease: 300 s) */
+    ASSERT(loop_until_count(e.base, &told, 2, 5000));
+    rjq_client_free(b);
+    env_stop(&e);
+}
+
 /* A client holding jobs under a five-minute lease dies (freed without a
  * graceful close: to Redis the same as a SIGKILL): another client's beat
  * finds its liveness entry run out and returns its jobs at once, and they

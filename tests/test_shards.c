@@ -565,6 +565,30 @@ TEST(calls_by_id_go_to_the_shard_of_the_id) {
     env_stop(&e);
 }
 
+/* rjq_queue_set_format on a sharded handle sets every shard's meta (each
+ * shard's producers learn their own), its callback once: 1 when any
+ * changed, 0 when all already were so. */
+TEST(queue_format_of_a_sharded_queue_is_set_on_every_shard) {
+    test_env e;
+    env_start(&e, NULL);
+    rjq_queue *q = open_learnt(e.base, e.c, "sh_fmt");
+    ASSERT_OK(declare_shards(e.base, q, 3));
+    count_wait w = {0};
+    w = counted(e.base, rjq_queue_set_format(q, 2, on_count, &w), &w);
+    ASSERT_OK(w.status);
+    ASSERT_EQ(1, w.n);
+    for (int i = 0; i < 3; i++) {
+        redisReply *r = server_cmd(e.rc, "HGET t:{%s}:meta format", rjq_queue_get_name(rjq_queue_get_shard(q, i)));
+        ASSERT(r->type == REDIS_REPLY_STRING && strcmp(r->str, "2") == 0);
+        freeReplyObject(r);
+    }
+    memset(&w, 0, sizeof w);
+    w = counted(e.base, rjq_queue_set_format(q, 2, on_count, &w), &w);
+    ASSERT_OK(w.status);
+    ASSERT_EQ(0, w.n); /* already so */
+    env_stop(&e);
+}
+
 /* pause, resume, purge, replay and reclaim on a sharded handle act on
  * every shard, their callback once. */
 TEST(whole_queue_calls_act_on_every_shard_with_one_callback) {

@@ -324,6 +324,31 @@ expect_out "already paused"
 run stats pq
 expect_line "paused 1"
 check; [ "$(redis-cli -p "$PORT" HEXISTS 'rjq:{pq}:meta' paused)" = 1 ] || fail "paused is not stored"
+# queue-format (README "Operations", queue format 2): stored in meta;
+# back to 1 refused while a job is active (its state may hold a reply
+# channel), allowed once none is; 1 and 2 only
+run queue-format pq 2
+expect_ok
+expect_out "format 2"
+check; [ "$(redis-cli -p "$PORT" HGET 'rjq:{pq}:meta' format)" = 2 ] || fail "format is not stored"
+run queue-format pq 2 --json
+expect_ok
+expect_out '{"format":2,"changed":false}'
+run queue-format pq 3
+expect_rc 2
+run queue-format nosuchq 2
+expect_rc 1
+expect_err_has "rjq: queue-format: queue 'nosuchq' does not exist"
+redis-cli -p "$PORT" ZADD 'rjq:{pq}:active' 99999999999999 fmtjob >/dev/null
+run queue-format pq 1
+expect_rc 1
+expect_err_has "the queue has active jobs"
+check; [ "$(redis-cli -p "$PORT" HGET 'rjq:{pq}:meta' format)" = 2 ] || fail "a refused format 1 was stored"
+redis-cli -p "$PORT" ZREM 'rjq:{pq}:active' fmtjob >/dev/null
+run queue-format pq 1
+expect_ok
+expect_out "format 1"
+check; [ "$(redis-cli -p "$PORT" HEXISTS 'rjq:{pq}:meta' format)" = 0 ] || fail "format 1 left the field"
 run enqueue pq one --id c1
 expect_ok
 run enqueue pq two --id c2 --delay 60000 --timeout 5000

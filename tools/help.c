@@ -211,6 +211,14 @@ static const cmdhelp cmds[] = {
      "\n"
      "  --create       act on a queue that has nothing in Redis yet (else an error)\n",
      "rjq resume orders"},
+    {"queue-format", "queue-format QUEUE 1|2 [--create]",
+     "Set the queue's data format (README \"Operations\"). Format 2 keeps an awaited job's\n"
+     "reply channel in its state: fewer Redis commands per awaited job. Set 2 only once\n"
+     "every process using the queue runs a build of rjq that has this command (older\n"
+     "ones do not read format 2); going back to 1 is refused while jobs are active.\n"
+     "\n"
+     "  --create       act on a queue that has nothing in Redis yet (else an error)\n",
+     "rjq queue-format orders 2"},
     {"batch", "batch QUEUE ID [--add MQUEUE --payload P [--job-id J] | --seal | --await MS |\n"
               "       --delete [--force]]\n"
               "       batch QUEUE --create [--id ID] [--on-complete P] [--on-success P] [--retention MS]",

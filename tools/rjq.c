@@ -80,6 +80,7 @@ typedef struct cli {
     struct namelist *names;  /* "queues": the names so far */
     int limits_set;          /* "limit": some limit was given */
     int exists;              /* pause, resume, limit: the queue has keys in Redis */
+    int format;              /* queue-format: the format asked for */
     int tty;                 /* stdout is a terminal: bytes are shown escaped */
     int closed;              /* cli_close: the graceful close is over */
     int close_expired;       /* cli_close: it took longer than CLOSE_WAIT_S */
@@ -2074,6 +2075,34 @@ static int cmd_pause(cli *t, int argc, char **argv) {
                                                            : rjq_queue_resume(t->q, on_paused, t));
 }
 
+/* queue-format QUEUE 1|2 (rjq_queue_set_format) */
+static void on_format(rjq_client *c, int status, long long n, void *data) {
+    cli *t = data;
+    (void)c;
+    if (!reply_ok_why(t, status,
+                      status == RJQ_ESTATE ? "the queue has active jobs (their states may hold "
+                                             "format 2's reply channels): stop its workers first"
+                                           : NULL))
+        return;
+    if (t->json)
+        printf("{\"format\":%d,\"changed\":%s}\n", t->format, n ? "true" : "false");
+    else
+        printf("%s %d\n", n ? "format" : "already format", t->format);
+}
+
+static int cmd_queue_format(cli *t, int argc, char **argv) {
+    char *pos[2];
+    int create = 0;
+    const optdef defs[] = {{"--create", NULL, &create}, {NULL, NULL, NULL}};
+    int rc = parse_args(argc, argv, defs, pos, 2, 2, NULL);
+    if (rc) return rc;
+    if (strcmp(pos[1], "1") != 0 && strcmp(pos[1], "2") != 0)
+        return usage_error("format %s: 1 or 2", pos[1]);
+    t->format = pos[1][0] - '0';
+    if (cli_open(t, pos[0]) || require_queue(t, pos[0], create)) return 1;
+    return send_and_wait(t, rjq_queue_set_format(t->q, t->format, on_format, t));
+}
+
 static void on_cancelled(rjq_client *c, int status, const char *state, void *data) {
     cli *t = data;
     char why[64];
@@ -2576,6 +2605,7 @@ static const struct {
     {"dead", cmd_dead},   {"replay", cmd_replay},   {"reclaim", cmd_reclaim},
     {"queues", cmd_queues}, {"top", cmd_top},   {"cluster", cmd_cluster},
     {"pause", cmd_pause}, {"resume", cmd_pause},   {"cancel", cmd_cancel},
+    {"queue-format", cmd_queue_format},
     {"limit", cmd_limit}, {"schedule", cmd_schedule}, {"unschedule", cmd_unschedule},
     {"schedules", cmd_schedules}, {"scheduler", cmd_scheduler},
     {"metrics", cmd_metrics}, {"jobs", cmd_jobs}, {"delete", cmd_delete},

@@ -33,7 +33,9 @@ expect_types({ready, 'list', prio, 'zset', delayed, 'zset', active, 'zset', stat
               waiting, 'zset'})
 local v = fields(J, id, 'd', 's', 'o', 'n')
 if not v[1] then return {0, '', 0} end
-local state, attempts, tok, tm = state_text(v[2])
+local state, attempts, tok, tm, ch = state_text(v[2])
+-- (format 2: an active job's reply channel in its state is told as a watcher)
+if ch then v[4] = v[4] and (v[4] .. ' ' .. ch) or ch end
 if state == 'completed' or state == 'dead' or state == 'cancelled' then return {2, state, 0} end
 -- the counter it counts, before the first write (a HINCRBY refused at the
 -- end left the job cancelled and its awaits untold)

@@ -147,6 +147,10 @@ end
 local function still_held(ids, t)
   if #ids == 0 then return ids end
   local s = hmget(J.s, ids)
+  -- (format 2: a pushed job's reply channel in its state goes to the
+  -- watchers column before its state is written again, recovered or
+  -- handed back)
+  channels_out(J, ids, s)
   local keep, a, tms = {}, {}, {}
   for i, id in ipairs(ids) do
     local state, n, t2, tm = state_of(s[i])

@@ -185,6 +185,11 @@ for i, id in ipairs(ids) do
         last_s, last_v = sv, v
       else
         v = done_v .. ' @' .. times_ended(state_times(sv), stamp)
+        -- (format 2: a reply channel at the state's end is told as a
+        -- watcher; a state reused above has none: the anchored find that
+        -- set last_s ended it at its times)
+        local ch = string.match(sv, '^%S+ %S+ %S+ @%S* (%S+)$')
+        if ch then n[i] = n[i] and (n[i] .. ' ' .. ch) or ch end
       end
     end
     st[2 * k - 1] = id

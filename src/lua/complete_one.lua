@@ -24,6 +24,8 @@
 --       completed jobs kept (<= 0: no count limit), 4 the offer's idle
 --       field ('': no offer), 5 its epoch, 6 lease ms, 7 slots, 8 the job's
 --       id, 9 "<attempt> <token>", 10 result.
+-- Reads both queue formats (a reply channel in the state or in the
+-- watchers column: see below).
 -- Returns complete.lua's reply: the job's code (1 done, or already done
 -- with this token; 0 lease lost; 2 cancelled), then, with an offer, 1
 -- registered or 0 not; or -1 or -2 (see above).
@@ -60,10 +62,34 @@ end
 local x = redis.pcall('HMGET', scol, id)
 if x.err then lean_refuse(x, scol, 'hash') end
 local s = x[1]
-x = redis.pcall('HMGET', wcol, id)
-if x.err then lean_refuse(x, wcol, 'hash') end
-local n = x[1]
-if n and string.find(n, DEPS_MARK, 1, true) then return NOT_THIS end
+-- the token check by the head of the state value (complete.lua's is()),
+-- written out: no closure per call
+local head = 'active ' .. tail
+local hl = #head
+local mine = s and string.find(s, head, 1, true) == 1 and (#s == hl or string.byte(s, hl + 1) == 32)
+-- queue format 2 (docs/scripts.md "Queue format 2"): a pushed awaited
+-- job's reply channel at the end of its state ("<head> @<t>,<t>, <channel>")
+-- is its only watcher (a script that adds one moves the channel to the
+-- column first: lib.lua channels_out), so the column is neither read nor
+-- cleared; else the column is read (format 1, a job without one there,
+-- or a state of another token). One anchored find after the head: te
+-- ends the times (" @<t>,<t>,"), the channel follows.
+local sch, te
+if mine and string.byte(s, #s) ~= 44 then
+  local _, e = string.find(s, '^ @%d*,%d*, ', hl + 1)
+  if e and e < #s and not string.find(s, ' ', e + 1, true) then
+    sch, te = string.sub(s, e + 1), e - 1
+  end
+end
+local n
+if sch then
+  n = sch
+else
+  x = redis.pcall('HMGET', wcol, id)
+  if x.err then lean_refuse(x, wcol, 'hash') end
+  n = x[1]
+  if n and string.find(n, DEPS_MARK, 1, true) then return NOT_THIS end
+end
 -- (a wrongly typed dependents hash: no entry, as complete.lua reads it)
 if has_dependents and redis.pcall('HEXISTS', dependents, id) == 1 then return NOT_THIS end
 -- the offer's registration, read before the first write (complete.lua)
@@ -74,13 +100,9 @@ if field ~= '' and not waiting then
   v = got[1]
   if got[2] then waiting = true end
 end
--- the token check by the head of the state value (complete.lua's is()),
--- written out: no closure per call
 local code = 0
-local head = 'active ' .. tail
-local hl = #head
 local failed -- a refused PUBLISH of the outcome (finish() returns it, after the writes)
-if s and string.find(s, head, 1, true) == 1 and (#s == hl or string.byte(s, hl + 1) == 32) then
+if mine then
   -- the first write counts the retained jobs (it checks its own type:
   -- refused, nothing was written); undone (nothing written) when the
   -- sweep is due: complete.lua sweeps
@@ -124,7 +146,9 @@ if s and string.find(s, head, 1, true) == 1 and (#s == hl or string.byte(s, hl +
   if rlate then redis.call('HSET', rcol, id, r) end
   -- the state with its end time: a pushed job's "<head> @<enqueued>,<start>,"
   -- takes its times as they are (no captures: times_ended's value)
-  if string.find(s, '^ @%d*,%d*,$', hl + 1) then
+  if te then -- (format 2: the times as they are, the channel left out)
+    redis.call('HSET', scol, id, 'completed ' .. tail .. string.sub(s, hl + 1, te) .. stamp)
+  elseif string.find(s, '^ @%d*,%d*,$', hl + 1) then
     redis.call('HSET', scol, id, 'completed ' .. tail .. string.sub(s, hl + 1) .. stamp)
   else
     redis.call('HSET', scol, id, 'completed ' .. tail .. ' @' .. times_ended(state_times(s), stamp))
@@ -140,7 +164,7 @@ if s and string.find(s, head, 1, true) == 1 and (#s == hl or string.byte(s, hl +
     else
       notify(n, prefix .. id, 'completed', r)
     end
-    redis.call('HDEL', wcol, id)
+    if not sch then redis.call('HDEL', wcol, id) end
   end
   if monitored_on then monitor(monitored, events, now, true)('completed', id) end
   code = 1
@@ -154,6 +178,10 @@ end
 if field == '' then return failed or {code} end
 local got = 0
 if not waiting then
-  got = offer_slots(idle, field, ARGV[5], ARGV[6], ARGV[7] + 0, false, v)
+  -- a job whose state held its channel was active since its format-2
+  -- enqueue, so the queue is format 2 now (qformat.lua refuses going back
+  -- to 1 while a job is active): the registration is marked (lib.lua
+  -- registration()), the next lean enqueue reads no meta
+  got = offer_slots(idle, field, ARGV[5], ARGV[6], ARGV[7] + 0, false, v, code == 1 and sch ~= nil)
 end
 return failed or {code, got > 0 and 1 or 0}

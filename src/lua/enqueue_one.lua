@@ -13,11 +13,24 @@
 -- (from_ready: a race, the queue had jobs ready and a registration), this
 -- script leaves its job ready and rings the doorbell: the idle workers
 -- then claim (a worker woken by the doorbell registers again).
+-- Queue format 2 (docs/scripts.md "Queue format 2"; qformat.lua): a
+-- client that learnt the queue's format 2 passes it, and a job pushed at
+-- once with an awaiting producer then keeps the reply channel at the end
+-- of its state ("active 1 <token> @<t>,<t>, <channel>") instead of in the
+-- watchers column (one HSET less here, an HMGET and an HDEL less in its
+-- completion). Whether the queue is format 2 now: a registration marked
+-- " 2" says so (lib.lua registration(): complete_one marks the offer of
+-- a worker whose job held its channel, and qformat.lua strips every mark
+-- when the queue goes back to 1), else the meta field is read first (only
+-- then, and the registration's rewrite is marked when it says 2): a queue
+-- whose meta does not say 2 (set back, or a stale client) gets format 1's
+-- writes, nothing of format 2.
 -- KEYS (src/keys.def; bound to these locals): ready, prio, stats, active,
 --       idle, monitored, events, pcol (payload column), scol (state
---       column), wcol (watchers column)
+--       column), wcol (watchers column), meta
 -- ARGV: 1 wake channel, 2 reply channel of an awaiting producer ('' for
---       none), 3 token base for a push (unique per call), 4 payload.
+--       none), 3 token base for a push (unique per call), 4 payload,
+--       5 the queue format the client learnt ('2'; absent or else: 1).
 -- Returns { id, 0 } as enqueue.lua does for a new job.
 local wake, ch, tbase, payload = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 
@@ -28,17 +41,31 @@ if pick.err then lean_refuse(pick, idle, 'hash') end
 local nothing_ready, monitored_on = ready_and_monitored(ready, prio, monitored)
 local picked = #pick > 0 and pick[1] ~= CONTROL_MARK
 -- a registration to push to (push_plan's test); a stale one is dropped
-local wid, wch, slots, epoch, lease, format
+local wid, wch, slots, epoch, lease, format, q2
 local stale = false
 if picked and nothing_ready then
   wid, wch = string.match(pick[1], '^(%S+) (.+)$')
-  slots, epoch, lease, format = string.match(pick[2], '^(%d+) (%S+) (%d+) (%S+)$')
+  slots, epoch, lease, format, q2 = string.match(pick[2], '^(%d+) (%S+) (%d+) (%S+) ?(2?)$')
+  q2 = q2 == '2'
   slots = tonumber(slots or 0)
   if not wch or slots < 1 or not push_format_ok(format) or numsub(wch) == 0 then
     wid, stale = nil, true
   end
 end
 
+-- format 2: the channel goes in the state (the registration's mark, or
+-- else meta read before the first write; a channel with a space, which
+-- the state's last field cannot hold, stays in the column)
+local inst = false
+if wid and ch ~= '' and ARGV[5] == '2' and not string.find(ch, ' ', 1, true) then
+  if q2 then
+    inst = true
+  else
+    local f = redis.pcall('HGET', meta, 'format')
+    if type(f) == 'table' and f.err then lean_refuse(f, meta, 'hash') end
+    inst = f == '2'
+  end
+end
 local t = redis.call('TIME') -- (now_ms(), inline: a call and two tonumbers less)
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local stamp = int(now)
@@ -51,7 +78,7 @@ local stamp = int(now)
 -- (enqueue_one_check; w is 0 from then on).
 local seq = typed('hash', 'HINCRBY', stats, 'seq', 1)
 local id = int(seq)
-local lkey, wkey = wid and active, ch ~= '' and wcol -- (false: not written)
+local lkey, wkey = wid and active, ch ~= '' and not inst and wcol -- (false: not written)
 local w = 1
 if rank_window_in(seq, seq) then -- (see "Order within a priority")
   w = enqueue_one_check(w, stats, seq, id, pcol, scol, lkey, wkey)
@@ -69,7 +96,7 @@ local tok, deadline
 if wid then
   tok = string.match(wch, '([^:]+)$') .. '.' .. wid .. '.' .. tbase .. '1'
   deadline = int(now + lease) -- (lease: digits, coerced)
-  x = redis.pcall('HSET', scol, id, 'active 1 ' .. tok .. ' @' .. stamp .. ',' .. stamp .. ',')
+  x = redis.pcall('HSET', scol, id, 'active 1 ' .. tok .. ' @' .. stamp .. ',' .. stamp .. (inst and ', ' .. ch or ','))
 else
   x = redis.pcall('HSET', scol, id, 'ready 0 @' .. stamp .. ',,')
 end
@@ -104,7 +131,7 @@ if emit ~= UNMONITORED then emit('enqueued', id) end
 if wid then
   if emit ~= UNMONITORED then emit('active', id) end
   if slots > 1 then
-    redis.call('HSET', idle, pick[1], registration(slots - 1, epoch, lease, format))
+    redis.call('HSET', idle, pick[1], registration(slots - 1, epoch, lease, format, q2 or inst))
   else
     redis.call('HDEL', idle, pick[1])
   end

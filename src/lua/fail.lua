@@ -48,6 +48,7 @@ end
 local q = {ready = ready, prio = prio, delayed = delayed, dead = dead, stats = stats, wake = wake, now = now,
            jitter = jitter, dead_max = dead_max,
            emit = monitor_and_dependents(J, monitored, events, dependents)} -- (J.dt: notify_finished)
+channels_out(J, {id}, v) -- (format 2: a channel in the state goes to the watchers first)
 redis.call('ZREM', active, id)
 -- a job of a group: its slot is freed, a retry waits in its group
 -- (README "Groups", groups_lib.lua)

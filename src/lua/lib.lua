@@ -341,27 +341,34 @@ local function delete_jobs(J, ids)
 end
 
 -- A state column value: state, attempts (as text), token (nil when none),
--- times (the text after '@', nil when none; see times_split).
+-- times (the text after '@', nil when none; see times_split), and the
+-- reply channel of an awaiting producer (nil when none): queue format 2
+-- (docs/scripts.md "Queue format 2") keeps a pushed awaited job's channel
+-- at the end of its active state, "active 1 <token> @<times> <channel>",
+-- in place of the watchers column; every script reads both forms, and one
+-- that writes such a job's state or watchers moves the channel to the
+-- column first (channels_out).
 local function state_text(v)
   if not v then return 'ready', '0', nil, nil end
   local s, a, rest = string.match(v, '^(%a+) (%d+) ?(.*)$')
   if not s then return v, '0', nil, nil end -- not rjq's format: no token matches
-  local t, tm = string.match(rest, '^(%S*) ?@(%S*)$')
+  local t, tm, ch = string.match(rest, '^(%S*) ?@(%S*) ?(%S*)$')
   if not t then t = rest end
   if t == '' then t = nil end
-  return s, a, t, tm
+  if ch == '' then ch = nil end
+  return s, a, t, tm, ch
 end
 
 -- A state value's times alone (state_text's tm, nil when none): for a
 -- caller that has already checked the rest by its head (complete.lua).
 local function state_times(v)
-  return string.match(v, '@(%S*)$')
+  return string.match(v, '@(%S*) ?%S*$')
 end
 
 -- The same with attempts as a number.
 local function state_of(v)
-  local s, a, t, tm = state_text(v)
-  return s, tonumber(a), t, tm
+  local s, a, t, tm, ch = state_text(v)
+  return s, tonumber(a), t, tm, ch
 end
 
 -- The state column value for state s, attempts a, token t and times tm
@@ -469,6 +476,38 @@ local ACTIVE_PIN = 'rjq: keeps this set a skiplist (longer than zset-max-listpac
 -- it stays a hash table instead of going back to a listpack that every
 -- HMGET and HSET scans (measured 0.8 against 0.3 us of HMGET per job).
 local WATCHERS_PIN = 'rjq: keeps this hash a table (a field longer than hash-max-listpack-value)'
+
+-- Queue format 2 (docs/scripts.md "Queue format 2"): the reply channels
+-- held at the end of the states sv of jobs ids (sv[k] is ids[k]'s value as
+-- read; false when none) move to the watchers column, appended to what it
+-- holds, and those states are written again without them (sv[k] updated).
+-- Every script that writes an active job's state (other than its
+-- completion by complete_one.lua, which publishes to the channel itself)
+-- or its watchers calls it first, after its type checks (it writes J.n
+-- and J.s): so no channel is lost by a state written without it, and a
+-- job's channel is never in both places. Returns the number moved.
+local function channels_out(J, ids, sv)
+  local moved, done = 0, nil
+  for k, id in ipairs(ids) do
+    local v = sv[k]
+    if v and string.byte(v, #v) ~= 44 then -- (',': an active state's times end, no channel)
+      local s, a, t, tm, ch = state_text(v)
+      done = done or {}
+      if ch and done[id] then -- (an id named twice: moved once)
+        sv[k] = state_value(s, a, t, tm)
+      elseif ch then
+        done[id] = true
+        local cur = redis.call('HGET', J.n, id)
+        redis.call('HSET', J.n, id, cur and (cur .. ' ' .. ch) or ch, WATCHERS_PIN, '')
+        v = state_value(s, a, t, tm)
+        redis.call('HSET', J.s, id, v)
+        sv[k] = v
+        moved = moved + 1
+      end
+    end
+  end
+  return moved
+end
 
 -- Channels on a Redis Cluster are sharded (docs/cluster.md 3.6): every
 -- channel a script publishes on carries its queue's hash tag, so SPUBLISH
@@ -1242,6 +1281,7 @@ end
 function DEPS.register(J, dependents, regs)
   local here = DEPS.queue(J)
   local ids, away = {}, {} -- away: the jobs given a dependent of another queue (marked)
+  local sa = {} -- (their states, filled below)
   for i = 1, #regs, 3 do
     ids[#ids + 1] = regs[i]
     if regs[i + 1] ~= here then away[#away + 1] = regs[i] end
@@ -1249,6 +1289,13 @@ function DEPS.register(J, dependents, regs)
   local s, have = hmget(J.s, ids), hmget(dependents, ids)
   local n = {} -- (the watchers of the jobs to mark, by id)
   if #away > 0 then
+    for k = 1, #ids do
+      if regs[3 * k - 1] ~= here then sa[#sa + 1] = s[k] or false end
+    end
+    -- (format 2: the mark joins a running job's reply channel in the
+    -- column; a job given a dependent of its own queue only is not marked,
+    -- its channel stays in its state)
+    channels_out(J, away, sa)
     local w = hmget(J.n, away)
     for k, id in ipairs(away) do n[id] = w[k] or '' end
   end
@@ -1938,9 +1985,15 @@ local function reset_idle(idle, meta)
   if m[1] or m[2] or m[3] then redis.call('HSET', idle, CONTROL_MARK, '1') end
 end
 
--- The value of a registration.
-local function registration(slots, epoch, lease, format)
-  return slots .. ' ' .. epoch .. ' ' .. lease .. ' ' .. (format or PUSH_FORMAT)
+-- The value of a registration: "<slots> <epoch> <lease> <format>", then
+-- " 2" when q2 (the queue-format mark, docs/scripts.md "Queue format 2":
+-- written only by a script that knows meta says format 2 — complete_one
+-- finishing a job whose state held its channel, enqueue_one after its
+-- read of meta — and kept by the rewrites of a marked one; qformat.lua
+-- strips every mark when the queue goes back to 1, so a marked
+-- registration means the queue is format 2 now).
+local function registration(slots, epoch, lease, format, q2)
+  return slots .. ' ' .. epoch .. ' ' .. lease .. ' ' .. (format or PUSH_FORMAT) .. (q2 and ' 2' or '')
 end
 
 -- A registration's format that this enqueue can push to (nil: none).
@@ -1952,9 +2005,11 @@ end
 -- registration (0 slots: removes it); otherwise they are added to a
 -- registration of the same epoch, or start one when there is none.
 -- v: the field's value when the caller already read it (false: absent;
--- nil: read it here). Returns the slots registered (0 when the stored
--- epoch differs) and, without reset, the field's value now.
-local function offer_slots(idle, field, epoch, lease, slots, reset, v)
+-- nil: read it here). q2: mark the registration (see registration(); a
+-- registration of the same epoch keeps its mark). Returns the slots
+-- registered (0 when the stored epoch differs) and, without reset, the
+-- field's value now.
+local function offer_slots(idle, field, epoch, lease, slots, reset, v, q2)
   if reset then
     if slots > 0 then redis.call('HSET', idle, field, registration(num(slots), epoch, lease))
     else redis.call('HDEL', idle, field) end
@@ -1967,8 +2022,9 @@ local function offer_slots(idle, field, epoch, lease, slots, reset, v)
     local n, e = string.match(v, '^(%d+) (%S+)')
     if e ~= epoch then return 0, v end
     have = tonumber(n)
+    q2 = q2 or string.find(v, '^%d+ %S+ %d+ %S+ 2$') ~= nil
   end
-  v = registration(num(have + slots), epoch, lease)
+  v = registration(num(have + slots), epoch, lease, nil, q2)
   redis.call('HSET', idle, field, v)
   return slots, v
 end
@@ -2016,7 +2072,7 @@ local function push_to_idle(J, active, idle, tbase, budget, emit, pick, take, de
     pick = nil
     if field == CONTROL_MARK then break end -- paused or limited: no registrations
     local wid, ch = string.match(field, '^(%S+) (.+)$')
-    local slots, epoch, lease, format = string.match(v, '^(%d+) (%S+) (%d+) (%S+)$')
+    local slots, epoch, lease, format, q2 = string.match(v, '^(%d+) (%S+) (%d+) (%S+) ?(2?)$')
     slots = tonumber(slots or 0)
     if not plan and (not ch or slots < 1 or not push_format_ok(format) or
        numsub(ch) == 0) then
@@ -2034,7 +2090,7 @@ local function push_to_idle(J, active, idle, tbase, budget, emit, pick, take, de
                                u = first and first.u, after_lease = first and first.after}, ids, d, o, s, out)
       plan, first = nil, nil
       if slots - n > 0 then
-        redis.call('HSET', idle, field, registration(slots - n, epoch, lease, format))
+        redis.call('HSET', idle, field, registration(slots - n, epoch, lease, format, q2 == '2'))
       else
         redis.call('HDEL', idle, field)
       end
@@ -2097,7 +2153,7 @@ end
 local function push_plan(pick, tbase, budget, sv, now)
   if #pick == 0 or pick[1] == CONTROL_MARK then return nil end
   local wid, ch = string.match(pick[1], '^(%S+) (.+)$')
-  local slots, _, _, format = string.match(pick[2], '^(%d+) (%S+) (%d+) (%S+)$')
+  local slots, _, _, format = string.match(pick[2], '^(%d+) (%S+) (%d+) (%S+) ?2?$')
   slots = tonumber(slots or 0)
   if not ch or slots < 1 or not push_format_ok(format) or numsub(ch) == 0 then return nil end
   local tok = string.match(ch, '([^:]+)$') .. '.' .. wid .. '.' .. tbase .. 1

@@ -31,7 +31,7 @@ J.u = dedup
 J.dp = deps
 J.df = depsfin -- (a job finished with dependents is indexed for the sweep: notify_finished)
 expect_types({held, 'zset', active, 'zset', ready, 'list', prio, 'zset', dead, 'zset', stats, 'hash',
-              J.s, 'hash', J.e, 'hash', J.u, 'zset', J.dp, 'hash', J.a, 'hash'})
+              J.s, 'hash', J.e, 'hash', J.u, 'zset', J.dp, 'hash', J.a, 'hash', J.n, 'hash'})
 local members = held_members(held, who, limit)
 -- no member left: its pushed jobs, by their tokens (at most limit)
 local scanned, more = {}, #members == limit
@@ -69,7 +69,11 @@ for _, m in ipairs(members) do
 end
 for i = 1, #scanned, 2 do
   local t, id = scanned[i], scanned[i + 1]
-  local _, attempts, _t, tm = state_of(redis.call('HMGET', J.s, id)[1])
+  local sv = redis.call('HMGET', J.s, id)
+  local _, attempts, _t, tm = state_of(sv[1])
+  -- (format 2: a pushed job's reply channel in its state goes to the
+  -- watchers column before return_lost writes the state)
+  channels_out(J, {id}, sv)
   lost[#lost + 1] = {id, attempts, t, tm}
 end
 local n = #lost

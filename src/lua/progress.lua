@@ -4,7 +4,9 @@
 -- Returns 1 when published (or nobody listens), 0 when the lease is lost.
 local prefix, id = ARGV[1], ARGV[2]
 local v = fields(columns(cols, prefix), id, 's', 'n')
-local state, _, t = state_of(v[1])
+local state, _, t, _tm, ch = state_of(v[1])
 if state ~= 'active' or t ~= ARGV[3] then return 0 end
+-- (format 2: a reply channel at the state's end is a watcher too)
+if ch then v[2] = v[2] and (v[2] .. ' ' .. ch) or ch end
 notify(v[2], prefix .. id, 'progress', ARGV[4])
 return 1

@@ -125,6 +125,7 @@ local n, timed_out = 0, 0
 -- they go back to their groups (README "Groups", groups_lib.lua)
 local gc, q0 = {}, q
 local s, o = redis.call('HMGET', J.s, unpack(ids)), redis.call('HMGET', J.o, unpack(ids))
+channels_out(J, ids, s) -- (format 2: reply channels in states go to the watchers first)
 local gof = GROUPS.release_hinted(groups, J, ids, o, gc)
 local gdone, died = {}, {}
 for i, id in ipairs(ids) do

@@ -15,12 +15,11 @@ local prefix, wake, field = ARGV[1], ARGV[2], ARGV[3]
 local J = columns(cols, prefix)
 expect_types({active, 'zset', ready, 'list', prio, 'zset', stats, 'hash', idle, 'hash', J.s, 'hash'})
 
-if field ~= '' then redis.call('HDEL', idle, field) end
-
 local emit = monitor(monitored, events)
 -- the jobs still held by this token, in reverse, so that jobs pushed
 -- together keep their order at the head
 local back, hinted, seen = {}, {}, {}
+local bids, bsv = {}, {} -- (their states, for channels_out)
 for i = #ARGV - 1, 4, -2 do
   local id, tok = ARGV[i], ARGV[i + 1]
   local v = fields(J, id, 's', 'o')
@@ -28,9 +27,15 @@ for i = #ARGV - 1, 4, -2 do
   if state == 'active' and t == tok and not seen[id] then
     seen[id] = true
     back[#back + 1] = {id, attempts, v[2], tm}
+    bids[#bids + 1], bsv[#bsv + 1] = id, v[1]
     if GROUPS.hinted(v[2]) then hinted[#hinted + 1] = id end
   end
 end
+-- (format 2: a reply channel in a state goes to the watchers column
+-- before hand_back writes the state; its read of the column is that
+-- column's type check, before the call's first write)
+channels_out(J, bids, bsv)
+if field ~= '' then redis.call('HDEL', idle, field) end
 -- jobs of groups: their slots are freed, and they go back to the head of
 -- their groups, as reclaim.lua returns them (README "Groups")
 local gc = {}

@@ -22,6 +22,10 @@ local J = columns(cols)
 local ids = {}
 for i = 2, #ARGV do ids[i - 1] = ARGV[i] end
 local S = hmget(J.s, ids)
+-- (format 2: a reply channel in a running job's state goes to the
+-- watchers column first, so the new watcher joins it there; its read of
+-- the column checks the column's type before it writes)
+channels_out(J, ids, S)
 local N = hmget_sparse(J.n, ids)
 local O = hmget_sparse(J.o, ids)
 local out, fv, now = {}, {}, {}

@@ -3,7 +3,7 @@
 # Installed as share/bash-completion/completions/rjq; or source this file.
 
 _rjq_commands="queues processes top cluster stats shards metrics enqueue job jobs dead delete purge replay
-reclaim pause resume cancel batch batches limit groups group index find schedule unschedule schedules scheduler serve acl version
+reclaim pause resume queue-format cancel batch batches limit groups group index find schedule unschedule schedules scheduler serve acl version
 help"
 _rjq_global_options="-u --url -h -p -a --pass --user -n --prefix -t --tls --cacert --cacertdir
 --cacert-dir --cert --key --sni --insecure --json --help --version"
@@ -32,7 +32,7 @@ _rjq_command_options() {
     group) echo --concurrency --weight --rate --max-waiting --pause --resume ;;
     purge) echo --yes ;;
     replay) echo --all --limit ;;
-    pause | resume) echo --create ;;
+    pause | resume | queue-format) echo --create ;;
     stats) echo --shards ;;
     limit) echo --concurrency --rate --create ;;
     index) echo --drop --no-fill --create ;;
@@ -133,7 +133,7 @@ _rjq() {
         case $cmd in
         help) ((npos == 0)) && what=commands ;;
         metrics) what=queues ;;
-        stats | shards | enqueue | job | jobs | dead | delete | purge | replay | reclaim | pause | resume | \
+        stats | shards | enqueue | job | jobs | dead | delete | purge | replay | reclaim | pause | resume | queue-format | \
             cancel | batch | batches | limit | index | find | schedule | unschedule | schedules | scheduler)
             ((npos == 0)) && what=queues
             [[ $cmd == jobs && $npos == 1 ]] && what="ready delayed active dead cancelled completed waiting"

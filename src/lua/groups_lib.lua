@@ -347,7 +347,9 @@ function GROUPS.count(G, gs, d)
 end
 
 -- Make job id (priority p) ready in group g (head: first of its class;
--- seq: its rank for p ~= 0, nil: a new one from stats).
+-- seq: its rank for p ~= 0, nil: a new one from stats). Returns the ready
+-- ids g had before (nil: unknown; GROUPS.deepen): a group that had some
+-- is listed (GROUPS.tidy drops no group the depth index holds).
 function GROUPS.push(G, J, g, id, p, head, stats, c, seq)
   if p == 0 then
     if head then redis.call('LPUSH', G .. 'r:' .. g, id) else redis.call('RPUSH', G .. 'r:' .. g, id) end
@@ -359,7 +361,9 @@ function GROUPS.push(G, J, g, id, p, head, stats, c, seq)
     redis.call('ZADD', G .. 'p:' .. g, prio_score(p, seq), id)
   end
   redis.call('HINCRBY', stats, 'gready', 1)
-  GROUPS.offer(G, J, g, c, GROUPS.deepen(G, g, 1))
+  local had = GROUPS.deepen(G, g, 1)
+  GROUPS.offer(G, J, g, c, had)
+  return had
 end
 
 -- A group job carries its group as the last line of its headers in the

@@ -18,6 +18,8 @@
 #               rjq2-18 rjq2-1k rjq2-16k (the same on a queue of format 2:
 #               QUEUE_FORMAT=2, docs/scripts.md "Queue format 2")
 #               rjq-drain (rjq-bench drain, tiny jobs, c=50)
+#               rjq-enqueue (rjq-bench enqueue-single, N jobs one call
+#               each; with JOB_GROUPS, spread round-robin over the groups)
 #               ref-drain (rjq-bench reference: the plain-command reference
 #               the drain is compared with, LPUSH, LMOVE, LREM DRAIN_N each
 #               by redis-benchmark, PIPELINE 16, CLIENTS 50; a "job" is one
@@ -140,6 +142,7 @@ run_case() {
   esac
   case $c in *-drain) jobs=$DRAIN_N; kind=drain ;; *) jobs=$N; kind=awaited ;; esac
   [ "$c" = ref-drain ] && kind=plain
+  [ "$c" = rjq-enqueue ] && kind=enqueue
   export CG_TAG=$c
   [ "${REPORT:-0}" = 1 ] || {
   rm -f "$OUT/$c".* "$OUT/$c"-idle.*
@@ -147,6 +150,8 @@ run_case() {
   case $c in
     rjq-drain) # (small pre-enqueue batches: a batch of 1000 may take > 10 s under callgrind)
       REDIS_PORT=$CG_PORT N=$jobs BULK=${BULK:-100} BULK_WINDOW=${BULK_WINDOW:-2} "$RJQ_BENCH" drain > "$OUT/$c.json" 2> "$OUT/$c.err" ;;
+    rjq-enqueue) # (enqueue-single, one rjq_enqueue() call per job; JOB_GROUPS: spread over groups)
+      REDIS_PORT=$CG_PORT N=$jobs "$RJQ_BENCH" enqueue-single > "$OUT/$c.json" 2> "$OUT/$c.err" ;;
     ref-drain) # the plain-command reference (rjq-bench reference: LPUSH, LMOVE, LREM, N each)
       REDIS_PORT=$CG_PORT N=$jobs "$RJQ_BENCH" reference > "$OUT/$c.json" 2> "$OUT/$c.err" ;;
     rjq-* | rjq2-*) QUEUE_FORMAT=$([ "${c%%-*}" = rjq2 ] && echo 2 || echo 1) \

@@ -658,9 +658,11 @@ static int case_enqueue(int bulk) {
     client_open();
     static snap r0, r1;
     redis_snap(&r0);
+    cg_mark("zero"); /* (bench/callgrind.sh rjq-enqueue) */
     double cpu0 = cpu_s(), t0 = now_s();
     long got = enqueue_all(C.n, bulk, name);
     double el = now_s() - t0, cpu = cpu_s() - cpu0;
+    cg_mark("dump");
     redis_snap(&r1);
     rjq_stats st;
     int rc = read_stats(&st);

@@ -35,6 +35,11 @@
  * dependents in one EXISTS, where it asked EXISTS deadlines and EXISTS of the
  * groups' job hash apart, deps15) */
 #define GROUP_COMPLETION_COMMANDS 17
+/* (an_enqueue_behind_a_groups_ready_jobs_asks_the_ring_nothing...: the ring's
+ * ZSCORE, a score printed per enqueue, skipped when the depth index's answer says
+ * the group had ready ids and it has no limit, rate or pause: 29 -> 28, gcuts; nor the listing's ZADD NX: a group in the
+ * index is listed, 28 -> 27) */
+#define GROUP_ENQUEUE_BEHIND_COMMANDS 27
 
 static enqueue_wait enqueue_in(test_env *e, rjq_queue *q, const char *payload, const char *group,
                                int priority) {
@@ -1778,6 +1783,45 @@ TEST(a_group_jobs_claim_and_completion_cost_no_command_per_job_beyond_its_groups
     ASSERT_EQ(done4, done8);
     ASSERT_EQ(GROUP_CLAIM_COMMANDS_4, claim4);
     ASSERT_EQ(GROUP_COMPLETION_COMMANDS, done4);
+    env_stop(&e);
+}
+
+/* The commands of one enqueue of a job of group g on queue q (the FCALL not
+ * counted). */
+static long long enqueue_commands(test_env *e, rjq_queue *q, const char *payload, const char *g) {
+    long long before = server_commands_run(e->rc);
+    ASSERT_OK(enqueue_in(e, q, payload, g, 0).status);
+    return server_commands_run(e->rc) - before - 1;
+}
+
+/* An enqueue into a group that has ready jobs (no limit, no rate, not
+ * paused) sends the ring no ZSCORE (the group is in it: it leaves only
+ * when a claim finds it empty, or by its settings); a claim that finds a
+ * group empty drops its depth entry without reading it, so that the
+ * group's next enqueue asks the ring again and the group is served. */
+TEST(an_enqueue_behind_a_groups_ready_jobs_asks_the_ring_nothing_and_an_emptied_group_is_served_again) {
+    test_env e;
+    env_start(&e, "ge");
+    rjq_queue *q;
+    ASSERT_OK(rjq_queue_open(e.c, "ge", NULL, &q));
+    ASSERT_OK(enqueue_in(&e, q, "p0", "g", 0).status);
+    long long behind = enqueue_commands(&e, q, "p1", "g");
+    printf("commands: an enqueue behind a ready job of its group %lld\n", behind);
+    ASSERT_EQ(GROUP_ENQUEUE_BEHIND_COMMANDS, behind);
+    redisReply *r = claim_as_worker(&e, "ge", "5", "ge.w.1");
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4 + 5 * 2); /* (both: g found empty) */
+    freeReplyObject(r);
+    redisReply *d = server_cmd(e.rc, "ZSCORE t:{ge}:g:depth g");
+    ASSERT(d->type == REDIS_REPLY_NIL); /* (out of the index: its next enqueue asks the ring) */
+    freeReplyObject(d);
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{ge}:g:ring"));
+    ASSERT_OK(enqueue_in(&e, q, "p2", "g", 0).status);
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{ge}:g:ring"));
+    r = claim_as_worker(&e, "ge", "5", "ge.w.2");
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4 + 5 * 1);
+    ASSERT_STREQ("p2", r->element[5]->str);
+    freeReplyObject(r);
+    ASSERT_OK(rjq_queue_close(q));
     env_stop(&e);
 }
 

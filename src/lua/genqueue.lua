@@ -74,11 +74,11 @@ local qtimes = int(now) .. ',,'
 redis.call('HSET', J.d, id, payload)
 if stored then redis.call('HSET', J.o, id, stored) end
 redis.call('HSET', groups .. 'job', id, g)
-GROUPS.list(groups, g)
 -- (meta groups: '1' group jobs, '2' of priorities other than 0 too: the
 -- claim then reads each group's priority set, GROUPS.take)
 if p ~= 0 then redis.call('HSET', meta, 'groups', '2') else redis.call('HSETNX', meta, 'groups', '1') end
 if delay > 0 then
+  GROUPS.list(groups, g)
   redis.call('HSET', J.s, id, state_value('delayed', '0', nil, qtimes))
   if push_delayed(groups .. 'delayed', id, now + delay) then
     redis.call(PUB or pub_mode(), GROUPS.wake(groups), '1')
@@ -86,7 +86,10 @@ if delay > 0 then
 else
   redis.call('HSET', J.s, id, state_value('ready', '0', nil, qtimes))
   gc.hold = #pick > 0 -- (the doorbell: only for work the push leaves)
-  GROUPS.push(groups, J, g, id, p, false, stats, gc, seq)
+  -- (listed: a group that had ready ids is already, GROUPS.push; no ZADD
+  -- per enqueue behind its group's backlog)
+  local had = GROUPS.push(groups, J, g, id, p, false, stats, gc, seq)
+  if not had or had == 0 then GROUPS.list(groups, g) end
   if #pick > 0 then
     local has_prio = p ~= 0 or redis.call('HMGET', meta, 'groups')[1] == '2'
     local function take(n)

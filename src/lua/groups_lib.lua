@@ -154,13 +154,20 @@ end
 -- below its limit); out of it when not. Rings the doorbell when the ring
 -- was empty (c.hold: notes it in c.bell instead, for a caller that may
 -- push the work to an idle worker itself, genqueue.lua).
-function GROUPS.offer(G, J, g, c)
+-- had: the ready ids g had before those just made ready (GROUPS.deepen's
+-- answer; nil: unknown). A group with no limit, no rate and not paused
+-- that had ready ids is in the ring already: it leaves only when a claim
+-- finds it empty (GROUPS.take, which then drops its index entry) or by its
+-- settings (gconf.lua offers it again when they change), so no ZSCORE of
+-- the ring is sent (a score printed with "%.17g" per enqueue).
+function GROUPS.offer(G, J, g, c, had)
   local ring = G .. 'ring'
   local limit, _, paused, rate = GROUPS.conf(G, g, c)
   if paused or (limit and GROUPS.active(G, J, g, limit) >= limit) then
     redis.call('ZREM', ring, g)
     return
   end
+  if had and had > 0 and not limit and not rate then return end
   if redis.call('ZSCORE', ring, g) then return end
   -- (at its rate limit: the claim that finds its window turned offers it)
   if rate and redis.call('ZSCORE', G .. 'rated', g) then c.rated = g; return end
@@ -220,13 +227,17 @@ end
 
 -- The depth index (G..'depth'): n more ids ready in group g. A group
 -- that enters it is counted from its keys (it may have had ready ids
--- before: a queue of an older version, without the index).
+-- before: a queue of an older version, without the index). Returns the
+-- ready ids g had before these n (GROUPS.offer).
 function GROUPS.deepen(G, g, n)
-  if tonumber(redis.call('ZADD', G .. 'depth', 'INCR', negnum(n), g)) == -n then
+  local was = -(tonumber(redis.call('ZADD', G .. 'depth', 'INCR', negnum(n), g)) or -n) - n
+  if was == 0 then
     local d = redis.call('LLEN', G .. 'r:' .. g) + redis.call('ZCARD', G .. 'p:' .. g)
     if d ~= n then redis.call('ZADD', G .. 'depth', negnum(d), g) end
     redis.call('ZREM', G .. 'busy', g)
+    return nil -- (entering: the ring is asked)
   end
+  return was
 end
 
 -- The depth index after a claim took cnt[g] ready ids of each group g
@@ -234,9 +245,14 @@ end
 -- found the groups of dry (no id taken) empty: one ZMSCORE, one ZADD and
 -- one ZREM at most per claim. A group the index misses, or counts short,
 -- is read (its real depth: a queue of an older version) and written.
-function GROUPS.taken(G, cnt, dry)
+-- (empty: the groups found empty, GROUPS.take: their depth is 0, not read)
+function GROUPS.taken(G, cnt, dry, empty)
   local k, names, gone = G .. 'depth', {}, {}
-  for g, n in pairs(cnt) do if n > 0 then names[#names + 1] = g end end
+  for g, n in pairs(cnt) do
+    if n > 0 then
+      if empty and empty[g] then gone[#gone + 1] = g else names[#names + 1] = g end
+    end
+  end
   for _, g in ipairs(dry) do gone[#gone + 1] = g end
   if #names > 0 then
     local v, za = redis.call('ZMSCORE', k, unpack(names)), {}
@@ -331,7 +347,9 @@ function GROUPS.count(G, gs, d)
 end
 
 -- Make job id (priority p) ready in group g (head: first of its class;
--- seq: its rank for p ~= 0, nil: a new one from stats).
+-- seq: its rank for p ~= 0, nil: a new one from stats). Returns the ready
+-- ids g had before (nil: unknown; GROUPS.deepen): a group that had some
+-- is listed (GROUPS.tidy drops no group the depth index holds).
 function GROUPS.push(G, J, g, id, p, head, stats, c, seq)
   if p == 0 then
     if head then redis.call('LPUSH', G .. 'r:' .. g, id) else redis.call('RPUSH', G .. 'r:' .. g, id) end
@@ -343,8 +361,9 @@ function GROUPS.push(G, J, g, id, p, head, stats, c, seq)
     redis.call('ZADD', G .. 'p:' .. g, prio_score(p, seq), id)
   end
   redis.call('HINCRBY', stats, 'gready', 1)
-  GROUPS.deepen(G, g, 1)
-  GROUPS.offer(G, J, g, c)
+  local had = GROUPS.deepen(G, g, 1)
+  GROUPS.offer(G, J, g, c, had)
+  return had
 end
 
 -- A group job carries its group as the last line of its headers in the
@@ -557,7 +576,7 @@ function GROUPS.take(G, J, want, now, stats, has_prio, tok, deferred)
   GROUPS.promote(G, J, now, stats, c)
   unrate(G, J, now, c)
   local ring = G .. 'ring'
-  local ids, by, cnt, dry = {}, {}, {}, {}
+  local ids, by, cnt, dry, empty = {}, {}, {}, {}, {}
   local used, rwins = {}, {} -- (rate-limited groups: starts in the window, window)
   local lim = {} -- (the groups' limits: only a limited group has a slot set)
   -- a weighted group keeps its turn until it started `weight` jobs in it
@@ -639,6 +658,9 @@ function GROUPS.take(G, J, want, now, stats, has_prio, tok, deferred)
         end
         -- (ran dry with nothing taken now: perhaps empty, GROUPS.tidy)
         if #got < n and cnt[g] == 0 then dry[#dry + 1] = g end
+        -- (gave less than asked: no ready id left, its depth 0 without a
+        -- read; out of the ring, it must leave the index, GROUPS.offer)
+        if not paused and n > 0 and #got < n then empty[g] = true end
       end
     end
     if #back > 0 then redis.call('ZADD', ring, unpack(back)) end
@@ -664,7 +686,7 @@ function GROUPS.take(G, J, want, now, stats, has_prio, tok, deferred)
   end
   -- only jobs still ready start (a cancel leaves its id behind); each
   -- takes a slot of its group
-  local gone = GROUPS.taken(G, cnt, dry)
+  local gone = GROUPS.taken(G, cnt, dry, empty)
   GROUPS.tidy(G, nil, dry) -- (after GROUPS.taken: a dry group has left the index)
   if #ids == 0 then return ids, redis.call('EXISTS', ring) == 1 end
   local st = {G = G, J = J, ids = ids, by = by, cnt = cnt, gone = gone, lim = lim, rwins = rwins, now = now,

@@ -47,14 +47,14 @@ keys() { redis-cli -p "$redis_port" dbsize; }
 json() { "$PY" -c "import json,sys; d=json.loads(sys.argv[1]); print($2)" "$BODY"; }
 # wait_served N: until GET /v1/server says "served":N (BODY: its last answer).
 wait_served() {
-    for _ in $(seq 200); do req GET /v1/server; [[ $BODY == *"\"served\":$1,"* ]] && break; sleep 0.05; done
+    for _ in $(seq 1200); do req GET /v1/server; [[ $BODY == *"\"served\":$1,"* ]] && break; sleep 0.05; done
 }
 refreshes() { sed -n 's/.*"refreshes":\([0-9]*\).*/\1/p' <<<"$BODY"; }
 # wait_refreshes: until the server has refreshed 3 times since its answer in BODY.
 wait_refreshes() {
     local r0
     r0=$(refreshes)
-    for _ in $(seq 200); do req GET /v1/server; [ "$(refreshes)" -ge $((r0 + 3)) ] && break; sleep 0.05; done
+    for _ in $(seq 1200); do req GET /v1/server; [ "$(refreshes)" -ge $((r0 + 3)) ] && break; sleep 0.05; done
 }
 
 start_serve main --queues 'w,t,bin,jobs*,lk,z*' --max-body 1000
@@ -119,7 +119,7 @@ for i in 1 2 3 4 5 6; do
     SHORT+=("$!")
 done
 PIDS+=("${SHORT[@]}")
-for _ in $(seq 200); do req GET /v1/server; [[ $BODY == *'"waiting":6,'* ]] && break; sleep 0.05; done
+for _ in $(seq 1200); do req GET /v1/server; [[ $BODY == *'"waiting":6,'* ]] && break; sleep 0.05; done
 expect 200 '"waiting":6,'
 kill -CONT "$redis_pid"
 for p in "${SHORT[@]}"; do wait "$p"; done
@@ -141,8 +141,8 @@ expect 200 '"enqueued_ms":[0-9]{13}[,}]'; expect 200 '"started_ms":null'
 req GET /v1/queues/t/jobs/order-7; expect 200 '"max_attempts":2'
 req GET /v1/queues/bin/jobs/b1; expect 200 '"payload":\{"base64":"//4AAQ=="\}'
 req GET /v1/queues/t/jobs/nope; expect 404
-for _ in $(seq 60); do # the registry listing serves t and bin within a refresh
-    req GET /v1/queues; [[ $BODY == *'"name":"bin"'* && $BODY == *'"name":"t"'*'"ready":4'* ]] && break
+for _ in $(seq 600); do # the registry listing serves t and bin within a refresh
+    req GET /v1/queues; [[ $BODY == *'"name":"bin"'*'"name":"t"'* ]] && break
     sleep 0.1
 done
 expect 200 '"name":"bin".*"name":"t"'
@@ -193,18 +193,18 @@ redis-cli -p "$redis_port" eval "for i = 1, 1500 do redis.call('ZREM', KEYS[1], 
 curl -s -N "$MAIN/v1/events?queues=t" >"$DIR/sse" 2>/dev/null &
 CURL=$!
 PIDS+=("$CURL")
-for _ in $(seq 100); do grep -q '^retry:' "$DIR/sse" && break; sleep 0.05; done
+for _ in $(seq 600); do grep -q '^retry:' "$DIR/sse" && break; sleep 0.05; done
 req POST "/v1/queues/t/jobs?id=seen-1" --data x; expect 201
-for _ in $(seq 100); do grep -q '"event":"enqueued","id":"seen-1"' "$DIR/sse" && break; sleep 0.05; done
+for _ in $(seq 600); do grep -q '"event":"enqueued","id":"seen-1"' "$DIR/sse" && break; sleep 0.05; done
 CHECKS=$((CHECKS + 1))
 grep -q '^event: job$' "$DIR/sse" && grep -q '"event":"enqueued","id":"seen-1"' "$DIR/sse" ||
     fail "no job event on the stream: $(head -c 500 "$DIR/sse")"
-for _ in $(seq 60); do grep -q '^event: stats$' "$DIR/sse" && break; sleep 0.05; done
+for _ in $(seq 600); do grep -q '^event: stats$' "$DIR/sse" && break; sleep 0.05; done
 CHECKS=$((CHECKS + 1)); grep -q '"name":"t","stats"' "$DIR/sse" || fail "no stats event on the stream"
 CHECKS=$((CHECKS + 1)); grep -q '"queue":"w"' "$DIR/sse" && fail "the stream of queue t carried w"
 req GET /v1/server; expect 200 '"streams":1'
 kill "$CURL"; wait "$CURL" 2>/dev/null
-for _ in $(seq 100); do req GET /v1/server; [[ $BODY == *'"streams":0'* ]] && break; sleep 0.05; done
+for _ in $(seq 600); do req GET /v1/server; [[ $BODY == *'"streams":0'* ]] && break; sleep 0.05; done
 expect 200 '"streams":0'
 # events carry ids; a stream opened with Last-Event-ID gets what it missed
 CHECKS=$((CHECKS + 1))
@@ -215,7 +215,7 @@ req POST "/v1/queues/t/jobs?id=missed-2" --data x; expect 201
 curl -s -N -H "Last-Event-ID: $LAST_ID" "$MAIN/v1/events?queues=t" >"$DIR/sse2" 2>/dev/null &
 CURL=$!
 PIDS+=("$CURL")
-for _ in $(seq 100); do grep -q '"id":"missed-2"' "$DIR/sse2" && break; sleep 0.05; done
+for _ in $(seq 600); do grep -q '"id":"missed-2"' "$DIR/sse2" && break; sleep 0.05; done
 kill "$CURL"; wait "$CURL" 2>/dev/null
 CHECKS=$((CHECKS + 1))
 grep -q '"event":"enqueued","id":"missed-1"' "$DIR/sse2" && grep -q '"event":"enqueued","id":"missed-2"' "$DIR/sse2" &&
@@ -227,7 +227,7 @@ CHECKS=$((CHECKS + 1))
 curl -s -N -H "Last-Event-ID: 0-1" "$MAIN/v1/events?queues=t" >"$DIR/sse3" 2>/dev/null &
 CURL=$!
 PIDS+=("$CURL")
-for _ in $(seq 100); do grep -q '^event: reset' "$DIR/sse3" && break; sleep 0.05; done
+for _ in $(seq 600); do grep -q '^event: reset' "$DIR/sse3" && break; sleep 0.05; done
 kill "$CURL"; wait "$CURL" 2>/dev/null
 CHECKS=$((CHECKS + 1))
 grep -A1 '^event: reset' "$DIR/sse3" | grep -q '^data: {"last_event_id":"0-1"}' || fail "no reset for an unknown id: $(head -c 300 "$DIR/sse3")"
@@ -246,7 +246,7 @@ req GET "/v1/queues/w/jobs/$SLOW"; expect 200 '"state":"active"'
 req GET "/v1/queues/w/jobs?state=dead"; expect 200 "\"ids\":\\[\"$DEAD\"\\]"
 req POST "/v1/queues/w/jobs/$DEAD/replay"; expect 200 '"replayed":1'
 req POST "/v1/queues/w/jobs?wait=10000" --data-binary @"$DIR/limit"; expect 200 # result > body limit
-for _ in $(seq 60); do # (timings start once the server watches w: after its first refresh)
+for _ in $(seq 600); do # (timings start once the server watches w: after its first refresh)
     req POST "/v1/queues/w/jobs?wait=5000" --data timed
     req GET /metrics
     [[ $BODY == *'rjq_job_run_seconds_count{queue="w"} '[1-9]* &&
@@ -261,7 +261,7 @@ expect 200 'rjq_redis_can_evict_jobs 0'
 req GET /v1/server; expect 200 '"redis_memory":\{"used_memory":[0-9]+,"maxmemory":0,"maxmemory_policy":"noeviction","can_evict_jobs":false\}'
 
 # ---- the process registry: the worker, by the API and the CLI ------------------------------
-for _ in $(seq 60); do
+for _ in $(seq 600); do
     req GET /v1/processes; [[ $BODY == *'"queue":"w","concurrency":100'* ]] && break; sleep 0.1
 done
 expect 200 '"queue":"w","concurrency":100,"running":[0-9]+'
@@ -308,7 +308,7 @@ open(sys.argv[2], 'wb').write(data)
 PY
 CHECKS=$((CHECKS + 1))
 grep -q "^HTTP/1.1 200 OK" "$DIR/rst" && grep -q "done:half" "$DIR/rst" || fail "half-closed client: $(head -c 300 "$DIR/rst")"
-for _ in $(seq 200); do req GET /v1/server; [[ $BODY == *'"waiting":0,"awaits":0'* ]] && break; sleep 0.05; done
+for _ in $(seq 1200); do req GET /v1/server; [[ $BODY == *'"waiting":0,"awaits":0'* ]] && break; sleep 0.05; done
 expect 200 '"waiting":0,"awaits":0' # the reset request's await was cancelled (its job waits 60 s)
 req GET /v1/queues/zrst/jobs/rst-1; expect 200 '"state":"ready"' # the job goes on
 
@@ -346,16 +346,16 @@ req POST "/v1/demo/pool?size=4&latency_ms=5&fail_pct=0&hang_pct=0"; expect 200 '
 req POST "/v1/demo/enqueue?kind=report&n=20"; expect 200 '"enqueued":20'
 req POST "/v1/demo/enqueue?kind=nope"; expect 400 'kind'
 req POST "/v1/demo/pool?fail_pct=101"; expect 400 'fail_pct'
-for _ in $(seq 100); do req GET /v1/queues/demo; [[ $BODY == *'"completed":20,'* ]] && break; sleep 0.1; done
+for _ in $(seq 600); do req GET /v1/queues/demo; [[ $BODY == *'"completed":20,'* ]] && break; sleep 0.1; done
 expect 200 '"completed":20,'
 req GET /v1/demo; expect 200 '"done":20,'
 req POST "/v1/demo/pool?fail_pct=100"; expect 200 '"fail_pct":100'
 req POST "/v1/demo/enqueue?n=1"; expect 200
-for _ in $(seq 100); do req GET /v1/queues/demo; [[ $BODY == *'"retried":1,'* ]] && break; sleep 0.1; done
+for _ in $(seq 600); do req GET /v1/queues/demo; [[ $BODY == *'"retried":1,'* ]] && break; sleep 0.1; done
 expect 200 '"failed":1,"retried":1,' # failed, and retried after its backoff
 req POST "/v1/demo/pool?size=0"; expect 200 '"size":0'
 req POST "/v1/demo/pool?size=2&fail_pct=0&hang_pct=100"; expect 200
-for _ in $(seq 100); do req GET /v1/demo; [[ $BODY == *'"hung":'[1-9]* ]] && break; sleep 0.1; done
+for _ in $(seq 600); do req GET /v1/demo; [[ $BODY == *'"hung":'[1-9]* ]] && break; sleep 0.1; done
 expect 200 '"hung":[1-9]'
 req POST /v1/demo/reclaim; expect 200 '"reclaimed":[0-9]+'
 req GET /v1/queues/demo; failed_before=$(json "$BODY" "d['stats']['failed']")
@@ -378,7 +378,7 @@ req POST "/v1/demo/pool?size=2&fail_pct=0&hang_pct=100"; expect 200
 req POST "/v1/demo/enqueue?n=2"; expect 200
 for _ in $(seq 300); do req POST /v1/demo/reclaim; [[ $BODY =~ '"reclaimed":'[1-9] ]] && break; sleep 0.1; done
 expect 200 '"reclaimed":[1-9]'
-for _ in $(seq 100); do req GET /v1/demo; [[ $BODY == *'"dropped":'[1-9]* ]] && break; sleep 0.1; done
+for _ in $(seq 600); do req GET /v1/demo; [[ $BODY == *'"dropped":'[1-9]* ]] && break; sleep 0.1; done
 expect 200 '"dropped":[1-9]'
 req GET /v1/queues/demo; expect 200 "\"completed\":$completed_before,"
 kill -TERM "$SPID"; wait "$SPID"
@@ -392,7 +392,7 @@ C1=$!
 curl -s -o /dev/null -X POST --data z "$BASE/v1/queues/bw2/jobs?wait=20000" &
 C2=$!
 PIDS+=("$C1" "$C2")
-for _ in $(seq 100); do req GET /v1/server; [[ $BODY == *'"waiting":2'* ]] && break; sleep 0.05; done
+for _ in $(seq 600); do req GET /v1/server; [[ $BODY == *'"waiting":2'* ]] && break; sleep 0.05; done
 expect 200 '"waiting":2'
 req POST "/v1/queues/bw3/jobs?wait=1000" --data z; expect 503 'max-requests'
 kill -TERM "$SPID"; wait "$SPID"; RC=$?
@@ -414,7 +414,7 @@ req GET /v1/queues/ia; expect 200 '"ready":1,' # and an old one again
 curl -s -N "$BASE/v1/events?queues=ia&jobs=0" >"$DIR/idle.sse" 2>/dev/null &
 ICURL=$!
 PIDS+=("$ICURL")
-for _ in $(seq 100); do grep -q '^retry:' "$DIR/idle.sse" && break; sleep 0.05; done
+for _ in $(seq 600); do grep -q '^retry:' "$DIR/idle.sse" && break; sleep 0.05; done
 wait_served 1
 expect 200 '"served":1,'
 wait_refreshes
@@ -426,7 +426,7 @@ expect 200 '"served":0,'
 redis-cli -p "$redis_port" monitor >"$DIR/idle.mon" 2>/dev/null &
 MON=$!
 PIDS+=("$MON")
-for _ in $(seq 100); do grep -q '^OK' "$DIR/idle.mon" && break; sleep 0.05; done
+for _ in $(seq 600); do grep -q '^OK' "$DIR/idle.mon" && break; sleep 0.05; done
 req GET /v1/server; wait_refreshes
 kill "$MON"; wait "$MON" 2>/dev/null
 CHECKS=$((CHECKS + 1))
@@ -457,7 +457,7 @@ idle_queue_handles_are_closed() {
     redis-cli -p "$redis_port" monitor >"$DIR/idleh.mon" 2>/dev/null &
     mon=$!
     PIDS+=("$mon")
-    for _ in $(seq 100); do grep -q '^OK' "$DIR/idleh.mon" && break; sleep 0.05; done
+    for _ in $(seq 600); do grep -q '^OK' "$DIR/idleh.mon" && break; sleep 0.05; done
     req GET /v1/server; wait_refreshes
     kill "$mon"; wait "$mon" 2>/dev/null
     CHECKS=$((CHECKS + 1))
@@ -597,7 +597,7 @@ CHECKS=$((CHECKS + 1)); [ "$RC" = 0 ] || fail "deadline server exit $RC: $(cat "
 BASE=$MAIN
 curl -s -D "$DIR/wait.h" -o "$DIR/wait.b" -X POST --data never "$MAIN/v1/queues/t/jobs?wait=30000" &
 CW=$!
-for _ in $(seq 100); do req GET /v1/server; [[ $BODY == *'"waiting":1'* ]] && break; sleep 0.05; done
+for _ in $(seq 600); do req GET /v1/server; [[ $BODY == *'"waiting":1'* ]] && break; sleep 0.05; done
 
 # ---- SIGTERM: exit 0 -------------------------------------------------------------------------
 kill -TERM "$MAIN_PID"; wait "$MAIN_PID"; RC=$?
@@ -611,21 +611,21 @@ head -1 "$DIR/wait.h" | grep -q " 202 " && grep -q '"id":' "$DIR/wait.b" ||
 start_serve stuck --demo
 req POST "/v1/demo/pool?size=2&latency_ms=30000&fail_pct=0&hang_pct=0"; expect 200
 req POST "/v1/demo/enqueue?n=2"; expect 200
-for _ in $(seq 100); do req GET /v1/demo; [[ $BODY == *'"running":2'* ]] && break; sleep 0.05; done
+for _ in $(seq 600); do req GET /v1/demo; [[ $BODY == *'"running":2'* ]] && break; sleep 0.05; done
 expect 200 '"running":2'
 curl -s -N "$BASE/v1/events?jobs=0" >"$DIR/down.sse" 2>/dev/null &
 PIDS+=("$!")
-for _ in $(seq 100); do grep -q '^data: {"redis":true,' "$DIR/down.sse" && break; sleep 0.05; done
+for _ in $(seq 600); do grep -q '^data: {"redis":true,' "$DIR/down.sse" && break; sleep 0.05; done
 CHECKS=$((CHECKS + 1)); grep -q '^data: {"redis":true,' "$DIR/down.sse" || fail "no server event on the stream: $(head -c 300 "$DIR/down.sse")"
 kill -TERM "$WK_PID"; wait "$WK_PID" # (a worker stopping waits for Redis to deregister it)
 redis_private_stop
 # Redis down: the probe, the API and the streams say so
-for _ in $(seq 200); do req GET /healthz; [ "$CODE" = 503 ] && break; sleep 0.05; done
+for _ in $(seq 1200); do req GET /healthz; [ "$CODE" = 503 ] && break; sleep 0.05; done
 expect 503 '"redis":false'
 req GET /v1/queues; expect 503 'redis unavailable'; header_has "Retry-After: 1"
 req GET /v1/queues/demo; expect 503 'redis unavailable'
 req GET /v1/server; expect 200 '"redis":false'
-for _ in $(seq 100); do grep -q '^data: {"redis":false,' "$DIR/down.sse" && break; sleep 0.05; done
+for _ in $(seq 600); do grep -q '^data: {"redis":false,' "$DIR/down.sse" && break; sleep 0.05; done
 CHECKS=$((CHECKS + 1)); grep -B1 -E '^data: \{"redis":false,"down_since_ms":[0-9]{13},' "$DIR/down.sse" | grep -q '^event: server' || fail "no redis-down event: $(tail -c 300 "$DIR/down.sse")"
 kill -TERM "$SPID"
 for _ in $(seq 300); do kill -0 "$SPID" 2>/dev/null || break; sleep 0.05; done

@@ -627,6 +627,14 @@ static redisReply *complete_fcall(redisContext *rc, const char *q, const char *c
     return server_fcall(rc, RJQ__S_COMPLETE, q, args, k);
 }
 
+/* Job a of queue q (e's) planted active (plant_active) and b enqueued
+ * after it in the same queue (policy fail): a's completion releases b. */
+static void b_after_active_a(test_env *e, const char *q) {
+    plant_active(e->rc, q, "a");
+    rjq_dep on_a = {q, "a"};
+    ASSERT_OK(enqueue_after(e, e->q, "b", &on_a, 1, RJQ_AFTER_FAIL).status);
+}
+
 /* fail.lua as the client calls it: planted active job id of q failed for
  * good (fatal). Returns its code. */
 /* (fail_fcall: the entries of its last array reply, "id=entry;...") */
@@ -724,9 +732,7 @@ TEST(same_queue_dependent_is_released_by_its_dependencys_completion_once) {
 TEST(same_queue_release_with_a_wrongly_typed_key_is_left_whole_to_the_client) {
     test_env e;
     env_start(&e, "sw");
-    plant_active(e.rc, "sw", "a");
-    rjq_dep on_a = {"sw", "a"};
-    ASSERT_OK(enqueue_after(&e, e.q, "b", &on_a, 1, RJQ_AFTER_FAIL).status);
+    b_after_active_a(&e, "sw");
     freeReplyObject(server_cmd(e.rc, "SET t:{sw}:delayed x"));
     const char *one[] = {"a"};
     redisReply *r = complete_fcall(e.rc, "sw", one, 1);
@@ -753,9 +759,7 @@ TEST(same_queue_release_with_a_wrongly_typed_key_is_left_whole_to_the_client) {
 TEST(same_queue_release_costs_a_fixed_number_of_commands) {
     test_env e;
     env_start(&e, "sc");
-    plant_active(e.rc, "sc", "a");
-    rjq_dep on_a = {"sc", "a"};
-    ASSERT_OK(enqueue_after(&e, e.q, "b", &on_a, 1, RJQ_AFTER_FAIL).status);
+    b_after_active_a(&e, "sc");
     long long before = server_commands_run(e.rc);
     const char *one[] = {"a"};
     redisReply *r = complete_fcall(e.rc, "sc", one, 1);
@@ -1903,9 +1907,7 @@ TEST(released_job_reads_its_dependencies_as_they_counted_without_its_list_rewrit
 TEST(older_one_line_list_without_the_priority_is_released_and_marked) {
     test_env e;
     env_start(&e, "ol");
-    plant_active(e.rc, "ol", "a");
-    rjq_dep on_a = {"ol", "a"};
-    ASSERT_OK(enqueue_after(&e, e.q, "b", &on_a, 1, RJQ_AFTER_FAIL).status);
+    b_after_active_a(&e, "ol");
     freeReplyObject(server_cmd(e.rc, "HSET t:{ol}:deps b %s", "fail 0\nw ol a"));
     const char *one[] = {"a"};
     redisReply *r = complete_fcall(e.rc, "ol", one, 1);

@@ -481,6 +481,51 @@ TEST(push_unheard_by_a_stopped_worker_goes_back_at_once) {
     env_stop_proxied(&e, &p);
 }
 
+/* The client options of a client that dies: its liveness entry runs out
+ * 1 s after its last beat. */
+static rjq_client_options dying_client_options(test_env *e) {
+    rjq_client_options o = client_options(e->s.url);
+    o.liveness_ms = 1000;
+    return o;
+}
+
+/* The worker options of the jobs held there: 3 at a time, five-minute lease. */
+static rjq_worker_options long_lease_worker_options(void) {
+    rjq_worker_options wo = quiet_worker_options(3);
+    wo.lease_ms = 300000;
+    return wo;
+}
+
+/* A client of its own (dying_client_options) with a worker on queue q
+ * holding the jobs it runs (ra: keep) under a five-minute lease, started
+ * and idle: enqueues push to it. The client, to free as a death. */
+static rjq_client *dying_pushed_worker(test_env *e, const char *q, runs *ra) {
+    rjq_client_options o = dying_client_options(e);
+    rjq_client *a = client_new(e->base, &o);
+    rjq_queue *qa = queue_for(a, q);
+    wait_connected(e->base, a);
+    rjq_worker_options wo = long_lease_worker_options();
+    rjq_worker *wa = NULL;
+    ASSERT_OK(rjq_worker_start(qa, &wo, on_run, ra, &wa));
+    wait_worker_started(e->base, a, qa, e->rc, q);
+    return a;
+}
+
+/* Client a (dying_pushed_worker's, its jobs held in ra) dies: freed, its
+ * jobs stay active under its tokens. Another such client's worker on q
+ * runs what it finds (rb). That client, to free. */
+static rjq_client *after_its_death(test_env *e, rjq_client *a, const char *q, runs *ra, runs *rb) {
+    rjq_client_free(a);
+    for (long i = 0; i < ra->nheld; i++) rjq_job_fail(ra->held[i], "x", 0, -1, NULL, NULL);
+    rjq_client_options o = dying_client_options(e);
+    rjq_client *b = client_new(e->base, &o);
+    rjq_queue *qb = queue_for(b, q);
+    rjq_worker_options wo = long_lease_worker_options();
+    rjq_worker *wb = NULL;
+    ASSERT_OK(rjq_worker_start(qb, &wo, on_run, rb, &wb));
+    return b;
+}
+
 /* Jobs pushed to an idle worker (no member of the held index: a push
  * writes none) whose client then dies: the orphan sweep finds them by
  * their states (a scan of active) and they run elsewhere at once, not
@@ -488,32 +533,16 @@ TEST(push_unheard_by_a_stopped_worker_goes_back_at_once) {
 TEST(pushed_jobs_of_a_dead_client_are_found_by_their_state_and_run_elsewhere) {
     test_env e;
     env_start(&e, "orphanpush");
-    rjq_client_options o = client_options(e.s.url);
-    o.liveness_ms = 1000;
-    rjq_client *a = client_new(e.base, &o);
-    rjq_queue *qa = queue_for(a, "orphanpush");
-    wait_connected(e.base, a);
-
     runs ra = {.keep = 1};
-    rjq_worker_options wo = quiet_worker_options(3);
-    wo.lease_ms = 300000;
-    rjq_worker *wa = NULL;
-    ASSERT_OK(rjq_worker_start(qa, &wo, on_run, &ra, &wa));
-    wait_worker_started(e.base, a, qa, e.rc, "orphanpush"); /* idle: enqueues push to it */
+    rjq_client *a = dying_pushed_worker(&e, "orphanpush", &ra); /* idle: enqueues push to it */
     ASSERT_EQ(1, server_int(e.rc, "HLEN t:{orphanpush}:idle"));
     enqueue_n(&e, e.q, 3);
     ASSERT(loop_until_count(e.base, &ra.ran, 3, 5000));
     ASSERT_EQ(0, server_held_members(e.rc, "orphanpush")); /* pushed: no member */
     ASSERT_EQ(3, server_active_jobs(e.rc, "orphanpush"));
     WAIT_FOR(e.base, server_int(e.rc, "ZCARD t:{clients}:live") > 0, 5000);
-    rjq_client_free(a); /* its jobs stay active under its tokens */
-    for (long i = 0; i < ra.nheld; i++) rjq_job_fail(ra.held[i], "x", 0, -1, NULL, NULL);
-
-    rjq_client *b = client_new(e.base, &o);
-    rjq_queue *qb = queue_for(b, "orphanpush");
     runs rb = {0};
-    rjq_worker *wb = NULL;
-    ASSERT_OK(rjq_worker_start(qb, &wo, on_run, &rb, &wb));
+    rjq_client *b = after_its_death(&e, a, "orphanpush", &ra, &rb);
     ASSERT(loop_until_count(e.base, &rb.done, 3, 10000)); /* (their lease: 300 s) */
     ASSERT_EQ(2, rb.attempt_max); /* the dead client's run counts */
     rjq_stats st = get_stats(e.base, e.q);
@@ -553,17 +582,8 @@ TEST(awaited_pushed_jobs_of_a_dead_client_on_a_format_2_queue_still_tell_their_p
     later.delay_ms = 3600000;
     ASSERT_OK(rjq_enqueue(e.q, "later", 5, &later, NULL, NULL));
     ASSERT(loop_until_server_int(e.base, e.rc, 1, 5000, "ZCARD t:{orphanf2}:delayed"));
-    rjq_client_options o = client_options(e.s.url);
-    o.liveness_ms = 1000;
-    rjq_client *a = client_new(e.base, &o);
-    rjq_queue *qa = queue_for(a, "orphanf2");
-    wait_connected(e.base, a);
     runs ra = {.keep = 1};
-    rjq_worker_options wo = quiet_worker_options(3);
-    wo.lease_ms = 300000;
-    rjq_worker *wa = NULL;
-    ASSERT_OK(rjq_worker_start(qa, &wo, on_run, &ra, &wa));
-    wait_worker_started(e.base, a, qa, e.rc, "orphanf2"); /* idle: enqueues push to it */
+    rjq_client *a = dying_pushed_worker(&e, "orphanf2", &ra); /* idle: enqueues push to it */
     for (int i = 0; i < 2; i++) { /* (one a loop turn: the lean enqueue takes a batch of one) */
         ASSERT_OK(rjq_enqueue_await(e.q, "x", 1, NULL, NULL, on_told, &told, NULL));
         ASSERT(loop_until_count(e.base, &ra.ran, i + 1, 5000));
@@ -577,14 +597,8 @@ TEST(awaited_pushed_jobs_of_a_dead_client_on_a_format_2_queue_still_tell_their_p
     ASSERT_EQ(2, in_state);
     ASSERT(server_int(e.rc, "HLEN t:{orphanf2}:watchers") <= 1); /* (its pin at most) */
     WAIT_FOR(e.base, server_int(e.rc, "ZCARD t:{clients}:live") > 0, 5000);
-    rjq_client_free(a); /* its jobs stay active under its tokens */
-    for (long i = 0; i < ra.nheld; i++) rjq_job_fail(ra.held[i], "x", 0, -1, NULL, NULL);
-
-    rjq_client *b = client_new(e.base, &o);
-    rjq_queue *qb = queue_for(b, "orphanf2");
     runs rb = {0};
-    rjq_worker *wb = NULL;
-    ASSERT_OK(rjq_worker_start(qb, &wo, on_run, &rb, &wb));
+    rjq_client *b = after_its_death(&e, a, "orphanf2", &ra, &rb);
     ASSERT(loop_until_count(e.base, &rb.done, 2, 10000)); /* (their lease: 300 s) */
     ASSERT(loop_until_count(e.base, &told, 2, 5000));
     rjq_client_free(b);

@@ -155,6 +155,16 @@ int cluster_node_of_key(const test_cluster *c, const char *key) {
     return cluster_owner(c, asked, (int)slot);
 }
 
+void cluster_name_on(const test_cluster *c, int m, const char *prefix, char *out, size_t size) {
+    for (int k = 0; k < 1000; k++) {
+        char key[64];
+        snprintf(out, size, "%s%d", prefix, k);
+        snprintf(key, sizeof key, "{%s}", out);
+        if (cluster_node_of_key(c, key) == m) return;
+    }
+    FAIL_AT(__FILE__, __LINE__, "no queue name on master %d", m);
+}
+
 int cluster_master_of_shard(const test_cluster *c, rjq_queue *q, int i) {
     char key[128];
     snprintf(key, sizeof key, "{%s}", rjq_queue_get_name(rjq_queue_get_shard(q, i)));

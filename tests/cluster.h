@@ -76,6 +76,9 @@ int cluster_owner(const test_cluster *c, int asked, int slot);
 /* The node serving a key (its slot from CLUSTER KEYSLOT, then cluster_owner
  * as any running node says). */
 int cluster_node_of_key(const test_cluster *c, const char *key);
+/* The first queue name "<prefix><k>" (k from 0) whose slot master node m
+ * serves, written to out; fails the test if none of the first 1000 is. */
+void cluster_name_on(const test_cluster *c, int m, const char *prefix, char *out, size_t size);
 /* The master (node index) serving shard i of q: fails the test unless a
  * running master serves it. */
 int cluster_master_of_shard(const test_cluster *c, rjq_queue *q, int i);

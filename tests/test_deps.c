@@ -1256,17 +1256,6 @@ TEST(dependency_past_its_retention_is_kept_until_its_dependent_is_released) {
     env_stop(&e);
 }
 
-/* The first queue name "x<k>" whose slot master node m serves. */
-static void name_on(const test_cluster *cl, int m, char *out, size_t size) {
-    for (int k = 0; k < 1000; k++) {
-        char key[32];
-        snprintf(out, size, "x%d", k);
-        snprintf(key, sizeof key, "{%s}", out);
-        if (cluster_node_of_key(cl, key) == m) return;
-    }
-    FAIL_AT(__FILE__, __LINE__, "no queue name on master %d", m);
-}
-
 /* A chain across the three masters of the test cluster, the last job
  * waiting for jobs on the two others and reading their outcomes (a round
  * trip to each of their masters). */
@@ -1277,9 +1266,9 @@ TEST(chain_across_three_cluster_masters_runs_in_order_and_reads_outcomes) {
     rjq_client_options o = client_options(cl.url);
     rjq_client *c = client_new(base, &o);
     char na[16], nb[16], nc[16];
-    name_on(&cl, 0, na, sizeof na);
-    name_on(&cl, 1, nb, sizeof nb);
-    name_on(&cl, 2, nc, sizeof nc);
+    cluster_name_on(&cl, 0, "x", na, sizeof na);
+    cluster_name_on(&cl, 1, "x", nb, sizeof nb);
+    cluster_name_on(&cl, 2, "x", nc, sizeof nc);
     rjq_queue *qa, *qb, *qc;
     ASSERT_OK(rjq_queue_open(c, na, NULL, &qa));
     ASSERT_OK(rjq_queue_open(c, nb, NULL, &qb));

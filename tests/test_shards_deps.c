@@ -483,17 +483,6 @@ TEST(flow_with_a_sharded_parent_and_children_runs_the_parent_last) {
 
 /* ---- the test cluster ------------------------------------------------------ */
 
-/* The first queue name "sx<k>" whose slot master node m serves. */
-static void name_on(const test_cluster *cl, int m, char *out, size_t size) {
-    for (int k = 0; k < 1000; k++) {
-        char key[32];
-        snprintf(out, size, "sx%d", k);
-        snprintf(key, sizeof key, "{%s}", out);
-        if (cluster_node_of_key(cl, key) == m) return;
-    }
-    FAIL_AT(__FILE__, __LINE__, "no queue name on master %d", m);
-}
-
 /* An id "<stem><k>" of a job of sharded q (n shards) whose shard is not
  * shard `not` (crc16 mod n: rjq_enqueue's rule, test_shards_ids.c). */
 static void id_off_shard(int n, int not, const char *stem, char *out, size_t size) {
@@ -521,7 +510,7 @@ TEST(chain_through_a_sharded_queue_on_three_cluster_masters) {
     for (int i = 0; i < 3; i++) seen[cluster_master_of_shard(&cl, s, i)]++;
     for (int m = 0; m < CLUSTER_NODES; m++) ASSERT(seen[m] <= 1);
     char pn[16];
-    name_on(&cl, 0, pn, sizeof pn);
+    cluster_name_on(&cl, 0, "sx", pn, sizeof pn);
     rjq_queue *p;
     ASSERT_OK(rjq_queue_open(c, pn, NULL, &p));
     enqueue_x_ok(base, s, "a", 3600000, 0);

@@ -1018,6 +1018,17 @@ static void on_cancelled_active(rjq_client *c, int status, const char *state, vo
     (*(long *)data)++;
 }
 
+/* An awaited job (its outcome to w) enqueued on format-2 queue q, whose
+ * worker (format2_start's) handled one job before, now running there:
+ * its id in id, its state, holding its reply channel, in v. */
+static void running_awaited(push_env *e, const char *q, count_wait *w, char *id, size_t idn,
+                            char *v, size_t vn) {
+    ASSERT_OK(rjq_enqueue_await(e->env.q, "x", 1, NULL, NULL, on_outcome_status, w, NULL));
+    ASSERT(loop_until_count(e->env.base, &e->h.handled, 2, 5000));
+    snprintf(id, idn, "%s", e->h.last_id);
+    ASSERT(state_holds_channel(e->env.rc, q, id, v, vn));
+}
+
 /* Each would leave its producer waiting if the channel in the state were
  * lost: the cancel of a running format-2 job tells it (cancel.lua reads
  * the channel from the state); its await by id adds a watcher (the
@@ -1027,11 +1038,8 @@ TEST(format2_cancel_of_a_running_pushed_job_tells_its_producer_and_its_await_by_
     long outcomes = 0, cancelled = 0;
     format2_start(&e, "fc", 1, &outcomes);
     count_wait first = {0}, by_id = {0};
-    ASSERT_OK(rjq_enqueue_await(e.env.q, "x", 1, NULL, NULL, on_outcome_status, &first, NULL));
-    ASSERT(loop_until_count(e.env.base, &e.h.handled, 2, 5000));
     char id[64], v[512];
-    snprintf(id, sizeof id, "%s", e.h.last_id);
-    ASSERT(state_holds_channel(e.env.rc, "fc", id, v, sizeof v));
+    running_awaited(&e, "fc", &first, id, sizeof id, v, sizeof v);
     /* rjq job parses it: active, its token, its times */
     info_wait iw = get_info(e.env.base, e.env.q, id);
     ASSERT_OK(iw.status);
@@ -1068,14 +1076,12 @@ TEST(format2_cancel_of_a_running_pushed_job_tells_its_producer) {
     long outcomes = 0, cancelled = 0;
     format2_start(&e, "fk", 1, &outcomes);
     count_wait w = {0};
-    ASSERT_OK(rjq_enqueue_await(e.env.q, "x", 1, NULL, NULL, on_outcome_status, &w, NULL));
-    ASSERT(loop_until_count(e.env.base, &e.h.handled, 2, 5000));
-    char v[512];
-    ASSERT(state_holds_channel(e.env.rc, "fk", e.h.last_id, v, sizeof v));
-    ASSERT_OK(rjq_queue_cancel(e.env.q, e.h.last_id, on_cancelled_active, &cancelled));
+    char id[64], v[512];
+    running_awaited(&e, "fk", &w, id, sizeof id, v, sizeof v);
+    ASSERT_OK(rjq_queue_cancel(e.env.q, id, on_cancelled_active, &cancelled));
     WAIT_FOR(e.env.base, w.done >= 1, 5000);
     ASSERT_EQ(RJQ_EJOBCANCELED, w.status);
-    ASSERT(!state_holds_channel(e.env.rc, "fk", e.h.last_id, v, sizeof v));
+    ASSERT(!state_holds_channel(e.env.rc, "fk", id, v, sizeof v));
     ASSERT(strncmp(v, "cancelled 1 ", 12) == 0);
     long ended = 0; /* (the worker's job ends: its completion finds it cancelled) */
     ASSERT_OK(rjq_job_complete(e.h.jobs[0], NULL, 0, on_done_any, &ended));
@@ -1093,11 +1099,8 @@ TEST(format2_retried_and_reclaimed_jobs_keep_their_channel_for_the_rerun) {
     long outcomes = 0, done = 0, failed = 0, stale = 0;
     format2_start(&e, "fr", 2, &outcomes);
     count_wait w = {0};
-    ASSERT_OK(rjq_enqueue_await(e.env.q, "x", 1, NULL, NULL, on_outcome_status, &w, NULL));
-    ASSERT(loop_until_count(e.env.base, &e.h.handled, 2, 5000));
     char id[64], v[512];
-    snprintf(id, sizeof id, "%s", e.h.last_id);
-    ASSERT(state_holds_channel(e.env.rc, "fr", id, v, sizeof v));
+    running_awaited(&e, "fr", &w, id, sizeof id, v, sizeof v);
     /* failed, retried at once: claimed again */
     rjq_job *j = e.h.jobs[0];
     e.h.n = 0;
@@ -1134,11 +1137,8 @@ TEST(format2_reclaimed_pushed_job_keeps_its_channel) {
     long outcomes = 0, done = 0, stale = 0;
     format2_start(&e, "fl", 2, &outcomes);
     count_wait w = {0};
-    ASSERT_OK(rjq_enqueue_await(e.env.q, "x", 1, NULL, NULL, on_outcome_status, &w, NULL));
-    ASSERT(loop_until_count(e.env.base, &e.h.handled, 2, 5000));
     char id[64], v[512];
-    snprintf(id, sizeof id, "%s", e.h.last_id);
-    ASSERT(state_holds_channel(e.env.rc, "fl", id, v, sizeof v));
+    running_awaited(&e, "fl", &w, id, sizeof id, v, sizeof v);
     freeReplyObject(server_cmd(e.env.rc, "ZADD t:{fl}:active XX 1 %s", id));
     count_wait rc = {0};
     ASSERT_OK(rjq_queue_reclaim(e.env.q, on_count, &rc));
@@ -1229,11 +1229,8 @@ TEST(format2_dependent_on_a_running_pushed_job_keeps_its_channel) {
     long outcomes = 0, done = 0;
     format2_start(&e, "fd", 2, &outcomes);
     count_wait w = {0};
-    ASSERT_OK(rjq_enqueue_await(e.env.q, "x", 1, NULL, NULL, on_outcome_status, &w, NULL));
-    ASSERT(loop_until_count(e.env.base, &e.h.handled, 2, 5000));
     char id[64], v[512];
-    snprintf(id, sizeof id, "%s", e.h.last_id);
-    ASSERT(state_holds_channel(e.env.rc, "fd", id, v, sizeof v));
+    running_awaited(&e, "fd", &w, id, sizeof id, v, sizeof v);
     rjq_dep on = {"fd", id};
     rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
     jo.id = "dep-b";
@@ -1268,11 +1265,8 @@ TEST(format2_dependent_of_another_queue_moves_the_channel_to_the_watchers) {
     rjq_queue *oq;
     ASSERT_OK(rjq_queue_open(e.env.c, "fo", &qo, &oq));
     count_wait w = {0};
-    ASSERT_OK(rjq_enqueue_await(e.env.q, "x", 1, NULL, NULL, on_outcome_status, &w, NULL));
-    ASSERT(loop_until_count(e.env.base, &e.h.handled, 2, 5000));
     char id[64], v[512];
-    snprintf(id, sizeof id, "%s", e.h.last_id);
-    ASSERT(state_holds_channel(e.env.rc, "fe", id, v, sizeof v));
+    running_awaited(&e, "fe", &w, id, sizeof id, v, sizeof v);
     rjq_dep on = {"fe", id};
     rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
     jo.id = "dep-o";

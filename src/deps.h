@@ -95,7 +95,8 @@ rjq_queue *rjq__deps_queue(rjq_client *c, const char *name, size_t len);
 
 /* rjq_queue_get_dependencies and rjq_queue_get_dependents on one queue
  * (deps_read.c; a front refused: RJQ_ESHARDED); shard.c routes a sharded
- * queue's to the id's shard. Codes as theirs. */
+ * queue's to the id's shard, after it checked q, cb and id. Codes as
+ * theirs. */
 int rjq__queue_dependencies_one(rjq_queue *q, const char *id, rjq_dependencies_cb *cb,
                                 void *data);
 int rjq__queue_dependents_one(rjq_queue *q, const char *id, rjq_dependents_cb *cb, void *data);

@@ -53,8 +53,9 @@ int rjq__deps_entries_ok(const redisReply *r, size_t first);
  * carries from element `first` on (rjq__deps_entries_ok checked them): the
  * first `nown` pairs' jobs ended `outcome`, the rest "dead" (jobs the
  * finishing script buried by their policy 'fail'). As rjq__deps_release:
- * for the scripts that finish or delete jobs (cancel, reclaim, orphans,
- * delete) and carry those of other queues in their replies. */
+ * for the scripts that finish or delete jobs (complete, fail, cancel,
+ * reclaim, orphans, delete) and carry those of other queues in their
+ * replies (nown (size_t)-1: every pair's job ended `outcome`). */
 void rjq__deps_release_entries(rjq_queue *q, const redisReply *r, size_t first, size_t nown,
                                const char *outcome);
 
@@ -95,7 +96,8 @@ rjq_queue *rjq__deps_queue(rjq_client *c, const char *name, size_t len);
 
 /* rjq_queue_get_dependencies and rjq_queue_get_dependents on one queue
  * (deps_read.c; a front refused: RJQ_ESHARDED); shard.c routes a sharded
- * queue's to the id's shard. Codes as theirs. */
+ * queue's to the id's shard, after it checked q, cb and id. Codes as
+ * theirs. */
 int rjq__queue_dependencies_one(rjq_queue *q, const char *id, rjq_dependencies_cb *cb,
                                 void *data);
 int rjq__queue_dependents_one(rjq_queue *q, const char *id, rjq_dependents_cb *cb, void *data);

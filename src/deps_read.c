@@ -276,9 +276,7 @@ int rjq_job_dependencies(rjq_job *job, rjq_dependencies_cb *cb, void *data) {
 
 int rjq__queue_dependencies_one(rjq_queue *q, const char *id, rjq_dependencies_cb *cb,
                                 void *data) {
-    if (q == NULL || cb == NULL) return RJQ_EINVAL;
-    if (!rjq__valid_job_ref(id)) return RJQ_EJOBID;
-    return read_dependencies(q, id, cb, data);
+    return read_dependencies(q, id, cb, data); /* (shard.c checked q, cb and id) */
 }
 
 /* ---- dependents ----------------------------------------------------------- */
@@ -331,8 +329,7 @@ static void on_dependents(rjq_client *c, int status, redisReply *r, void *priv) 
 }
 
 int rjq__queue_dependents_one(rjq_queue *q, const char *id, rjq_dependents_cb *cb, void *data) {
-    if (q == NULL || cb == NULL) return RJQ_EINVAL;
-    if (!rjq__valid_job_ref(id)) return RJQ_EJOBID;
+    /* (shard.c checked q, cb and id) */
     int rc = rjq__queue_usable(q, "dependents");
     if (rc != RJQ_OK) return rc;
     dents *d = malloc(sizeof *d);

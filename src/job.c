@@ -83,34 +83,6 @@ static void finish_items(rjq_client *c, const rjq__finish_ops *ops, item *items,
     }
 }
 
-/* The (id, dependents entry) pairs a reply carries from element first
- * on, to its end (an even count: the caller's shape check): 0 when one
- * is of the wrong shape. Shared by complete's and fail's replies. */
-static int entries_ok(const redisReply *r, size_t first) {
-    for (size_t i = first; i + 1 < r->elements; i += 2)
-        if (r->element[i]->type != REDIS_REPLY_STRING || r->element[i]->len == 0 ||
-            r->element[i]->len > RJQ_JOB_ID_MAX || r->element[i + 1]->type != REDIS_REPLY_STRING)
-            return 0;
-    return 1;
-}
-
-/* The jobs whose entries a reply carries from element first on
- * (entries_ok), finished with outcome: their dependents released
- * (deps.c), 64 at a time. */
-static void release_entries(rjq_queue *q, const redisReply *r, size_t first, const char *outcome) {
-    size_t n = (r->elements - first) / 2;
-    rjq__deps_finished f[64];
-    for (size_t i = 0; i < n; i += 64) {
-        size_t k = n - i < 64 ? n - i : 64;
-        for (size_t j = 0; j < k; j++) {
-            const redisReply *id = r->element[first + 2 * (i + j)];
-            const redisReply *list = r->element[first + 2 * (i + j) + 1];
-            f[j] = (rjq__deps_finished){id->str, id->len, outcome, list->str, list->len};
-        }
-        rjq__deps_release(q, f, k);
-    }
-}
-
 /* One code per job (0 lease lost, 1 done, 2 cancelled, 3 done with
  * dependents to release), then one per offer (0 or 1), then for each job
  * of code 3 its id and its dependents entry: any other reply is of the
@@ -124,7 +96,7 @@ static int reply_ok(const redisReply *r, size_t n, size_t noffers) {
             return 0;
         if (i < n && r->element[i]->integer == 3) with_deps++;
     }
-    return r->elements == n + noffers + 2 * with_deps && entries_ok(r, n + noffers);
+    return r->elements == n + noffers + 2 * with_deps && rjq__deps_entries_ok(r, n + noffers);
 }
 
 static int send_general(rjq_queue *q, complete_batch *b, const char *args, size_t alen);
@@ -156,7 +128,7 @@ static void on_completed(rjq_client *c, int status, redisReply *r, void *priv) {
         status = RJQ_EPROTO;
     }
     if (status == RJQ_OK && r->elements > b->n + b->noffers && !rjq__closing(c))
-        release_entries(b->q, r, b->n + b->noffers, "completed");
+        rjq__deps_release_entries(b->q, r, b->n + b->noffers, (size_t)-1, "completed");
     /* before the callbacks: they may stop the workers */
     for (size_t i = 0; i < b->noffers && !rjq__closing(c); i++)
         b->ops->offer_done(&b->offers[i], status,
@@ -415,7 +387,7 @@ typedef struct fail_ctx {
 static int fail_entries_ok(const redisReply *r) {
     return r->type == REDIS_REPLY_ARRAY && r->elements >= 3 && r->elements % 2 == 1 &&
            r->element[0]->type == REDIS_REPLY_INTEGER && r->element[0]->integer == 5 &&
-           entries_ok(r, 1);
+           rjq__deps_entries_ok(r, 1);
 }
 
 static void on_failed(rjq_client *c, int status, redisReply *r, void *priv) {
@@ -439,7 +411,7 @@ static void on_failed(rjq_client *c, int status, redisReply *r, void *priv) {
         rjq__deps_notify(f->q, &id, &len, 1);
     } else if (status == RJQ_OK && code == 5 && !rjq__closing(c)) {
         /* the dead: its own, and those its death buried by their policy 'fail' */
-        release_entries(f->q, r, 1, "dead");
+        rjq__deps_release_entries(f->q, r, 1, 0, "dead");
     }
     if (status == RJQ_OK)
         status = code == 0                   ? RJQ_ELEASELOST

@@ -1610,6 +1610,7 @@ int rjq_queue_get_stats(rjq_queue *q, rjq_stats_cb *cb, void *data) {
  * server-assigned (all digits) id repeats across shards, so its shard
  * cannot be known: RJQ_ESHARDED. */
 static int shard_of_id(rjq_queue *q, layout *l, const char *id, rjq_queue **to) {
+    *to = NULL; /* (none on an error: set on every path, for the compiler) */
     if (id[strspn(id, "0123456789")] == '\0') {
         rjq__errmsg(rjq_queue_get_client(q),
                     "queue %s is sharded: a server-assigned (all-digits) id names a job of one "
@@ -1622,46 +1623,40 @@ static int shard_of_id(rjq_queue *q, layout *l, const char *id, rjq_queue **to) 
     return RJQ_OK;
 }
 
-/* The shard for a call by id: an absent or empty id goes to any shard (for
- * the plain call's own answer to it). */
-static int route_id(rjq_queue *q, layout *l, const char *id, rjq_queue **to) {
-    *to = l->sub[0];
-    return id && id[0] ? shard_of_id(q, l, id, to) : RJQ_OK;
+/* The queue for a call by id on q (not gated): q itself when it is not
+ * sharded, else the id's shard; an absent or empty id goes to any shard
+ * (for the plain call's own answer to it). */
+static int route_id(rjq_queue *q, const char *id, rjq_queue **to) {
+    layout *l = layout_of(q);
+    *to = l ? l->sub[0] : q;
+    return l && id && id[0] ? shard_of_id(q, l, id, to) : RJQ_OK;
 }
 
 int rjq_queue_cancel(rjq_queue *q, const char *id, rjq_cancel_cb *cb, void *data) {
     if (gated(q)) return hold_call(q, H_CANCEL, (any_fn *)cb, data, id);
-    layout *l = layout_of(q);
-    if (l == NULL) return rjq__queue_cancel_one(q, id, cb, data);
     rjq_queue *to;
-    int rc = route_id(q, l, id, &to);
+    int rc = route_id(q, id, &to);
     return rc != RJQ_OK ? rc : rjq__queue_cancel_one(to, id, cb, data);
 }
 
 int rjq_queue_get_job(rjq_queue *q, const char *id, rjq_job_info_cb *cb, void *data) {
     if (gated(q)) return hold_call(q, H_GET_JOB, (any_fn *)cb, data, id);
-    layout *l = layout_of(q);
-    if (l == NULL) return rjq__queue_job_one(q, id, cb, data);
     rjq_queue *to;
-    int rc = route_id(q, l, id, &to);
+    int rc = route_id(q, id, &to);
     return rc != RJQ_OK ? rc : rjq__queue_job_one(to, id, cb, data);
 }
 
 int rjq_queue_delete(rjq_queue *q, const char *id, rjq_count_cb *cb, void *data) {
     if (gated(q)) return hold_call(q, H_DELETE, (any_fn *)cb, data, id);
-    layout *l = layout_of(q);
-    if (l == NULL) return rjq__queue_delete_one(q, id, cb, data);
     rjq_queue *to;
-    int rc = route_id(q, l, id, &to);
+    int rc = route_id(q, id, &to);
     return rc != RJQ_OK ? rc : rjq__queue_delete_one(to, id, cb, data);
 }
 
 int rjq_queue_promote(rjq_queue *q, const char *id, rjq_count_cb *cb, void *data) {
     if (gated(q)) return hold_call(q, H_PROMOTE, (any_fn *)cb, data, id);
-    layout *l = layout_of(q);
-    if (l == NULL) return rjq__queue_promote_one(q, id, cb, data);
     rjq_queue *to;
-    int rc = route_id(q, l, id, &to);
+    int rc = route_id(q, id, &to);
     return rc != RJQ_OK ? rc : rjq__queue_promote_one(to, id, cb, data);
 }
 
@@ -1673,10 +1668,8 @@ int rjq_queue_get_dependencies(rjq_queue *q, const char *id, rjq_dependencies_cb
     if (q == NULL || cb == NULL) return RJQ_EINVAL;
     if (!rjq__valid_job_ref(id)) return RJQ_EJOBID;
     if (gated(q)) return hold_call(q, H_GET_DEPS, (any_fn *)cb, data, id);
-    layout *l = layout_of(q);
-    if (l == NULL) return rjq__queue_dependencies_one(q, id, cb, data);
     rjq_queue *to;
-    int rc = shard_of_id(q, l, id, &to);
+    int rc = route_id(q, id, &to); /* (id checked: never empty) */
     return rc != RJQ_OK ? rc : rjq__queue_dependencies_one(to, id, cb, data);
 }
 
@@ -1684,10 +1677,8 @@ int rjq_queue_get_dependents(rjq_queue *q, const char *id, rjq_dependents_cb *cb
     if (q == NULL || cb == NULL) return RJQ_EINVAL;
     if (!rjq__valid_job_ref(id)) return RJQ_EJOBID;
     if (gated(q)) return hold_call(q, H_GET_DEPENDENTS, (any_fn *)cb, data, id);
-    layout *l = layout_of(q);
-    if (l == NULL) return rjq__queue_dependents_one(q, id, cb, data);
     rjq_queue *to;
-    int rc = shard_of_id(q, l, id, &to);
+    int rc = route_id(q, id, &to); /* (id checked: never empty) */
     return rc != RJQ_OK ? rc : rjq__queue_dependents_one(to, id, cb, data);
 }
 

@@ -232,16 +232,7 @@ if #gone > 0 then
   -- the dependents entries of the jobs done, when the queue has some
   -- (ent[k] for gone[k], false when none; a wrongly typed hash gives none,
   -- as in DEPS.finished): a dependent of this queue leaves no mark
-  local ent = false
-  if has_dependents then
-    ent = {}
-    for a = 1, #gone, CHUNK do
-      local last = math.min(a + CHUNK - 1, #gone)
-      local part = redis.pcall('HMGET', dependents, unpack(gone, a, last))
-      if part.err then part = {} end
-      for b = a, last do ent[b] = part[b - a + 1] or false end
-    end
-  end
+  local ent = has_dependents and try_all('HMGET', dependents, gone)
   local told = {}
   lists = ent and {} or nil
   with_deps = {}

@@ -32,9 +32,7 @@
 local prefix = ARGV[1]
 local field, id, tail, r = ARGV[4], ARGV[8], ARGV[9], ARGV[10]
 local NOT_LEAN, NOT_THIS = -1, -2
-local t = redis.call('TIME') -- (now_ms(), inline: a call and two tonumbers less)
-local now = t[1] * 1000 + math.floor(t[2] / 1000)
-local stamp = int(now)
+local now, stamp = now_text() -- (stamp: the text, made once from TIME's reply)
 -- Whether a monitor listens, jobs have run-time limits or groups, and
 -- (for an offer) jobs wait, and whether jobs have dependents: one
 -- EXISTS, as complete.lua.

@@ -34,9 +34,12 @@ J.u, J.dp, J.df = dedup, deps, depsfin -- (a burial past the dead cap forgets th
 J.dt = dependents -- (a job buried with dependents of its own queue: their entries tell, notify_finished;
 -- the dead cap's trim keeps the records of jobs with dependents to release: trim_oldest)
 -- The keys written checked first (a wrongly typed one would fail a write
--- halfway): stats by int_fields' read; not the state, options and deps
--- columns, which DEPS.release reads (HMGET) before its first write, so a
--- wrong type there fails with nothing written and is named below; the
+-- halfway): stats by int_fields' read; not the state and deps columns,
+-- which DEPS.release reads (HMGET) before its first write, so a wrong type
+-- there fails with nothing written and is named below (the options
+-- column, which DEPS.release reads only for a list whose head has no
+-- priority, one deps_add wrote before it put the priority there, is not
+-- checked either); the
 -- keys of a burial (dead set, error and watchers columns, dedup) only
 -- when a release can bury (an outcome other than 'completed'): 4 TYPE
 -- calls for a call of completions, 11 before.

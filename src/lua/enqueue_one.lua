@@ -66,9 +66,7 @@ if wid and ch ~= '' and ARGV[5] == '2' and not string.find(ch, ' ', 1, true) the
     inst = f == '2'
   end
 end
-local t = redis.call('TIME') -- (now_ms(), inline: a call and two tonumbers less)
-local now = t[1] * 1000 + math.floor(t[2] / 1000)
-local stamp = int(now)
+local now, stamp = now_text() -- (stamp: the text, made once from TIME's reply)
 -- Writes: the counter first (it checks its own type: refused, nothing
 -- was written); each later one checks its own type too and, refused,
 -- undoes the exact writes before it (w of them: lib.lua

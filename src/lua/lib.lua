@@ -1165,6 +1165,20 @@ function DEPS.release(J, Q, rel, from)
     return 2, 0
   end
 
+  -- (the policy 'fail' met: the job buried, its new list written at once)
+  local function buried(id, list, attempts, tm, dq, did, outcome)
+    L[id] = list
+    redis.call('HSET', deps, id, list)
+    is_dirty[id] = nil
+    S[id] = false
+    gone[#gone + 1] = id
+    DEPS_TOLD[1] = false
+    bury(J, Q.dead, Q.stats, id, tonumber(attempts), clock(),
+         'dependency ' .. dq .. ':' .. did .. (outcome == 'missing' and ' was removed (no record of it)'
+                                                or ' ended ' .. outcome), Q.dead_max, Q.emit, nil, tm)
+    return 3, DEPS_TOLD[1] and 1 or 0
+  end
+
   local function release(id, dq, did, outcome)
     local mark = MARKS[outcome]
     local list, sv = L[id], S[id]
@@ -1189,16 +1203,7 @@ function DEPS.release(J, Q, rel, from)
         local line = (policy == 'ignore' and '-' or mark) .. entry
         if policy == 'fail' then
           if P[id] then head = head .. ' h' end -- (held: its 'w' lines stay pending)
-          L[id] = head .. '\n' .. line
-          redis.call('HSET', deps, id, L[id])
-          is_dirty[id] = nil
-          S[id] = false
-          gone[#gone + 1] = id
-          DEPS_TOLD[1] = false
-          bury(J, Q.dead, Q.stats, id, tonumber(attempts), clock(),
-               'dependency ' .. dq .. ':' .. did .. (outcome == 'missing' and ' was removed (no record of it)'
-                                                      or ' ended ' .. outcome), Q.dead_max, Q.emit, nil, tm)
-          return 3, DEPS_TOLD[1] and 1 or 0
+          return buried(id, head .. '\n' .. line, attempts, tm, dq, did, outcome)
         end
         L[id] = head .. '\n' .. line
         if not is_dirty[id] then is_dirty[id] = true; dirty[#dirty + 1] = id end
@@ -1225,16 +1230,7 @@ function DEPS.release(J, Q, rel, from)
     if not found then return 0, 0 end
     if mark ~= 'c' and policy == 'fail' then
       if P[id] then lines[1] = head .. ' h' end -- (held: its 'w' lines stay pending)
-      L[id] = table.concat(lines, '\n')
-      redis.call('HSET', deps, id, L[id])
-      is_dirty[id] = nil
-      S[id] = false
-      gone[#gone + 1] = id
-      DEPS_TOLD[1] = false
-      bury(J, Q.dead, Q.stats, id, tonumber(attempts), clock(),
-           'dependency ' .. dq .. ':' .. did .. (outcome == 'missing' and ' was removed (no record of it)'
-                                                  or ' ended ' .. outcome), Q.dead_max, Q.emit, nil, tm)
-      return 3, DEPS_TOLD[1] and 1 or 0
+      return buried(id, table.concat(lines, '\n'), attempts, tm, dq, did, outcome)
     end
     L[id] = table.concat(lines, '\n')
     if not is_dirty[id] then is_dirty[id] = true; dirty[#dirty + 1] = id end

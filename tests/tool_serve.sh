@@ -194,6 +194,12 @@ curl -s -N "$MAIN/v1/events?queues=t" >"$DIR/sse" 2>/dev/null &
 CURL=$!
 PIDS+=("$CURL")
 for _ in $(seq 600); do grep -q '^retry:' "$DIR/sse" && break; sleep 0.05; done
+# (the enqueue's script publishes only while the queue's monitored flag is
+# set: the server's monitor sets it once its subscription is confirmed,
+# which the stream's first line does not wait for)
+for _ in $(seq 600); do
+    [ "$(redis-cli -p "$redis_port" exists 't:{t}:monitored')" = 1 ] && break; sleep 0.05
+done
 req POST "/v1/queues/t/jobs?id=seen-1" --data x; expect 201
 for _ in $(seq 600); do grep -q '"event":"enqueued","id":"seen-1"' "$DIR/sse" && break; sleep 0.05; done
 CHECKS=$((CHECKS + 1))

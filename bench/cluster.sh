@@ -28,6 +28,13 @@
 #            voluntary context switches (a wake-up after a wait) per job
 #   paced-sharded  the same for ONE queue: "cluster-1q" at RATE and RATE/3 (unsharded: one
 #            master does it all), "cluster-sharded" (SHARDS, 3) at RATE
+#   flow-sharded  (issue 35: the drain's ratio against the load) ONE queue's plain jobs
+#            enqueued in batches at a fixed offered load and completed by a worker (the
+#            bench's "flow": the drain spread over time), for each rate R of RATES
+#            ("300 1000 3000 10000 0"; 0: unpaced, as fast as the worker takes them) for
+#            FLOW_SECS (10) s (N_FLOW, 30000 jobs, unpaced): "cluster-1q@R" (unsharded),
+#            "cluster-1q-third@R" (unsharded at one master's share of R) and "cluster-sharded@R"
+#            (SHARDS, 3); CPU also from /proc/PID/stat (utime + stime) per master
 # The cluster's drain also gives the work spread (each master's share of the
 # commands). One JSON line per case and server on stdout; the ratios at the end.
 #
@@ -217,7 +224,9 @@ EOF
 cat >"$DIR/cg_hook.sh" <<'HOOK'
 #!/bin/bash
 for p in $CS_PIDS; do
-    echo "$p $(sed -n 's/^\(nonvoluntary\|voluntary\)_ctxt_switches:[[:space:]]*//p' /proc/$p/status | tr '\n' ' ')"
+    # pid, voluntary and involuntary context switches, utime and stime (clock ticks, every thread)
+    echo "$p $(sed -n 's/^\(nonvoluntary\|voluntary\)_ctxt_switches:[[:space:]]*//p' /proc/$p/status | tr '\n' ' ')" \
+        "$(sed 's/^.*) //' /proc/$p/stat | cut -d' ' -f12,13)"
 done >>"$CS_OUT.$1"
 for p in $CG_PIDS; do
     case "$1" in
@@ -289,16 +298,21 @@ EOF
 # context switches of the nodes' main threads over the measured phase, per job
 count_ctx() { # count_ctx NAME LABEL CASE PREFIX
     /usr/bin/python3 - "$@" "$(tail -1 "$DIR/results")" <<'EOF'
-import json, sys
+import json, os, sys
 name, label, case, prefix, last = sys.argv[1:6]
 jobs = json.loads(last)["jobs"] or 1
-read = lambda f: {w[0]: (int(w[1]), int(w[2])) for w in (l.split() for l in open(f)) if len(w) == 3}
+read = lambda f: {w[0]: [int(x) for x in w[1:]] for w in (l.split() for l in open(f)) if len(w) >= 3}
 a, b = read(prefix + ".zero"), read(prefix + ".dump")
 vol = sum(b[p][0] - a[p][0] for p in b if p in a)
 inv = sum(b[p][1] - a[p][1] for p in b if p in a)
+tck = os.sysconf("SC_CLK_TCK")
+# /proc/PID/stat's utime + stime (every thread of the process), per job, per master in order
+cpu = [(b[p][2] + b[p][3] - a[p][2] - a[p][3]) * 1e6 / tck / jobs for p in b if p in a and len(b[p]) >= 4]
 print(json.dumps({"server": name, "bench": label, "case": case, "jobs": jobs,
                   "voluntary_ctxt_switches_per_job": round(vol / jobs, 3),
-                  "involuntary_ctxt_switches_per_job": round(inv / jobs, 3)}))
+                  "voluntary_per_master": [round((b[p][0] - a[p][0]) / jobs, 3) for p in b if p in a],
+                  "involuntary_ctxt_switches_per_job": round(inv / jobs, 3),
+                  "proc_cpu_us_per_job": round(sum(cpu), 2), "proc_cpu_per_master": [round(x, 2) for x in cpu]}))
 EOF
 }
 run() { # run NAME URL CASE [ENV...]
@@ -372,6 +386,21 @@ for rep in $(seq "$REPS"); do
                 run cluster-sharded "$CLUSTER" awaited N=$((rate * secs)) RATE=$rate QUEUES=1 \
                     SHARDS="${SHARDS:-3}" "${pw[@]}"
             fi
+        fi
+        if [ "$c" = flow-sharded ]; then
+            for r in ${RATES:-300 1000 3000 10000 0}; do
+                fs=${FLOW_SECS:-10}
+                if [ "$r" = 0 ]; then
+                    run cluster-1q@0 "$CLUSTER" flow N="${N_FLOW:-30000}" RATE=0 QUEUES=1
+                    run cluster-sharded@0 "$CLUSTER" flow N="${N_FLOW:-30000}" RATE=0 QUEUES=1 \
+                        SHARDS="${SHARDS:-3}"
+                    continue
+                fi
+                run "cluster-1q@$r" "$CLUSTER" flow N=$((r * fs)) RATE="$r" QUEUES=1
+                run "cluster-1q-third@$r" "$CLUSTER" flow N=$((r * fs / 3)) RATE=$((r / 3)) QUEUES=1
+                run "cluster-sharded@$r" "$CLUSTER" flow N=$((r * fs)) RATE="$r" QUEUES=1 \
+                    SHARDS="${SHARDS:-3}"
+            done
         fi
         if [ "$c" = sharded ]; then
             run cluster-1q "$CLUSTER" drain N="$N_DRAIN" QUEUES=1
@@ -524,6 +553,35 @@ if paced:
                       f"{m['commands_share'] * x['commands_per_job']:.2f} | "
                       f"{w[j] if j < len(w) else '-'} | {sc[j] if j < len(sc) else '-'} | | "
                       f"{ip[j] if j < len(ip) else '-'} |")
+flows = [k for k in r if k[2] == "flow"]
+if flows:
+    print("flow runs (one queue, plain jobs in batches at a fixed offered load), per job summed "
+          "over the masters (CPU: INFO used_cpu_*; /proc: utime+stime; wake-ups: epoll_wait "
+          "(STRACE=1), voluntary context switches; instructions: VALGRIND=1):")
+    print("| run | jobs/s | Redis CPU us | /proc CPU us | of it sys us | fcall | commands | "
+          "epoll_wait | vol. ctx sw. (per master) | instructions (per master) | client CPU us |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for k in flows:
+        x = r[k][0]
+        e = extra.get((k[0], k[1]), {})
+        st, cs, ir = e.get("st", {}), e.get("cs", {}), e.get("ir", {})
+        fc = x["calls"].get("fcall", 0) / x["jobs"]
+        vpm = "/".join(str(v) for v in cs.get("voluntary_per_master", []))
+        ipm = "/".join(str(v) for v in ir.get("per_master", []))
+        print(f"| {k[0]} [{k[1]}] | {x['jobs_per_s']} | {x['redis_cpu_us_per_job']:.2f} | "
+              f"{cs.get('proc_cpu_us_per_job', '-')} | {x['redis_sys_us_per_job']:.2f} | {fc:.3f} | "
+              f"{x['commands_per_job']:.3f} | {st.get('epoll_wait_per_job', '-')} "
+              f"({'/'.join(str(v) for v in st.get('epoll_wait_per_job_per_master', []))}) | "
+              f"{cs.get('voluntary_ctxt_switches_per_job', '-')} ({vpm}) | "
+              f"{ir.get('redis_instructions_per_job', '-')} ({ipm}) | {x['client_cpu_us_per_job']:.2f} |")
+    cpu = {k[0]: r[k][0]["redis_cpu_us_per_job"] for k in flows}
+    for k in flows:
+        if k[0].startswith("cluster-sharded@"):
+            rr = k[0].split("@")[1]
+            u, t = cpu.get("cluster-1q@" + rr), cpu.get("cluster-1q-third@" + rr)
+            print(f"sharded @{rr}/s: Redis CPU {cpu[k[0]]:.2f} us; / unsharded at the same rate "
+                  + (f"{cpu[k[0]] / u:.2f}x" if u else "-") + "; / unsharded at a master's share "
+                  + (f"{cpu[k[0]] / t:.2f}x" if t else "-"))
 if os.path.exists(sys.argv[2]):
     print("script calls per job (MONITOR):")
     for line in open(sys.argv[2]):

@@ -19,6 +19,14 @@
  *          the same offered load on a standalone server and a cluster.
  * idle:    QUEUES (1000) queues with a worker each (concurrency 1, nothing
  *          to do), SETTLE (5) s to settle, then commands over IDLE_SECS (30).
+ * flow:    the drain at a fixed offered load (issue 35): QUEUES (1) queues,
+ *          workers running (CONC, 8), N (30000) plain jobs enqueued with
+ *          rjq_enqueue_batch at RATE a second (a 1 ms tick sends the jobs due
+ *          as one batch, at most 1000; RATE 0: as fast as the workers take
+ *          them), at most BACKLOG (20000) enqueued and not yet completed;
+ *          measured until the last is completed. The same jobs as the drain
+ *          (one enqueue call for many jobs, claims and completions of
+ *          several), spread over time instead of a backlog.
  *
  * Prints one JSON line: the case, masters, jobs, seconds, Redis CPU summed
  * (s) and per job (us), commands per job, each master's share of the
@@ -436,6 +444,61 @@ static void place(void) {
     fflush(stdout);
 }
 
+/* ---- flow: the drain at a fixed offered load (issue 35) ----------------------- */
+
+static void flow(void) {
+    long n = env_long("N", 30000), backlog = env_long("BACKLOG", 20000);
+    double rate = (double)env_long("RATE", 0);
+    int rc;
+    open_queues(env_long("QUEUES", 1));
+    start_workers((int)env_long("CONC", 8));
+    static char payload[] = "payload-of-a-bench-job";
+    static rjq_enqueue_item items[1000];
+    for (int i = 0; i < 1000; i++)
+        items[i] = (rjq_enqueue_item){sizeof(rjq_enqueue_item), payload, sizeof payload - 1, NULL};
+    /* warm: a batch per queue run through (links, subscriptions, scripts) */
+    for (long i = 0; i < nq; i++)
+        if ((rc = rjq_enqueue_batch(qs[i], items, 10, on_batch, NULL)) != RJQ_OK)
+            die("rjq_enqueue_batch", rc);
+    while (completed < 10 * nq && !enq_bad) event_base_loop(base, EVLOOP_ONCE);
+    if (enq_bad) die("enqueue", RJQ_EREDIS);
+    completed = enq_ok = 0;
+    snap a, b;
+    take_snap(&a);
+    cg_hook("zero");
+    struct event *tick = NULL;
+    if (rate > 0) {
+        struct timeval ms = {0, 1000};
+        tick = event_new(base, -1, EV_PERSIST, on_tick, NULL);
+        if (tick == NULL || event_add(tick, &ms) != 0) die("the pacing tick", RJQ_ENOMEM);
+    }
+    double t0 = now_s();
+    long sent = 0, late = 0, qi = 0;
+    while (completed < n) {
+        long due = rate > 0 ? (long)((now_s() - t0) * rate) + 1 : n;
+        if (due > n) due = n;
+        if (rate > 0 && sent < due && sent - completed >= backlog) late++;
+        while (sent < due && sent - completed < backlog) {
+            long m = due - sent;
+            if (m > 1000) m = 1000;
+            if (m > backlog - (sent - completed)) m = backlog - (sent - completed);
+            if ((rc = rjq_enqueue_batch(qs[qi++ % nq], items, (size_t)m, on_batch, NULL)) != RJQ_OK)
+                die("rjq_enqueue_batch", rc);
+            sent += m;
+        }
+        if (enq_bad) die("enqueue", RJQ_EREDIS);
+        event_base_loop(base, EVLOOP_ONCE);
+    }
+    double secs = now_s() - t0;
+    cg_hook("dump");
+    if (tick) event_free(tick);
+    if (late)
+        fprintf(stderr, "rjq-cluster-bench: RATE %.0f/s not kept: the backlog (%ld) was full %ld times\n",
+                rate, backlog, late);
+    take_snap(&b);
+    report("flow", n, secs, &a, &b);
+}
+
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "drain";
     const char *url = getenv("REDIS_URL");
@@ -530,10 +593,12 @@ int main(int argc, char **argv) {
         cg_hook("dump");
         take_snap(&b);
         report("idle", 0, secs, &a, &b);
+    } else if (strcmp(mode, "flow") == 0) {
+        flow();
     } else if (strcmp(mode, "place") == 0) {
         place();
     } else {
-        fprintf(stderr, "usage: rjq-cluster-bench drain|awaited|idle|place\n");
+        fprintf(stderr, "usage: rjq-cluster-bench drain|awaited|idle|flow|place\n");
         return 2;
     }
     rjq_client_free(cl);

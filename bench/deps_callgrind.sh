@@ -12,6 +12,9 @@
 #   MODES   the deps-bench modes per build, in order ("plain same")
 #   DEPS_BENCH_ENQUEUE_ONLY=1  passed on: each run stops after its enqueue
 #           (no worker: nothing of the run's wall time is counted)
+#   RUN_ONLY=1  the run alone: the counters zeroed once deps-bench says
+#           "enqueued" (DEPS_BENCH_RUN_ONLY=1: its workers' visits, which
+#           go by the clock, pushed out to reclaim_ms 600 000)
 #   CG_PORT the server's port (17450); OUT the output folder (mktemp)
 # Prints per run: LABEL MODE instructions, then deps-bench's line.
 set -euo pipefail
@@ -46,8 +49,18 @@ for spec in "$@"; do
   for m in $MODES; do
     run=$((run + 1))
     redis-cli -p "$CG_PORT" flushall > /dev/null
-    callgrind_control -z "$CG_REDIS_PID" > /dev/null 2>&1
-    line=$("$bin" "$m" "$N")
+    if [ "${RUN_ONLY:-}" = 1 ]; then
+      coproc DB { DEPS_BENCH_RUN_ONLY=1 "$bin" "$m" "$N"; }
+      read -r first <&"${DB[0]}"
+      [ "$first" = enqueued ] || { echo "deps_callgrind.sh: deps-bench said: $first" >&2; exit 1; }
+      callgrind_control -z "$CG_REDIS_PID" > /dev/null 2>&1
+      echo go >&"${DB[1]}"
+      read -r line <&"${DB[0]}"
+      wait "$DB_PID"
+    else
+      callgrind_control -z "$CG_REDIS_PID" > /dev/null 2>&1
+      line=$("$bin" "$m" "$N")
+    fi
     callgrind_control -d "run$run" "$CG_REDIS_PID" > /dev/null 2>&1
     # (the dump is written before callgrind_control returns; cg_dumped reads it)
     echo "$label $m $(cg_dumped "run$run") :: $line"

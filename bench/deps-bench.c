@@ -17,7 +17,13 @@
  *             them, then a worker of the children's queue idles 5 s
  *             (reclaim_ms 100): the periodic visits' dependents sweep,
  *             with N dependents entries of unfinished jobs recorded
- * REDIS_URL as the examples. Prints the wall time.
+ * REDIS_URL as the examples. Prints the wall time. DEPS_BENCH_ENQUEUE_ONLY=1:
+ * stop after the enqueue (no worker runs): what a mode's enqueue costs
+ * apart from its run (bench/README.md, the dep1 section).
+ * DEPS_BENCH_RUN_ONLY=1: print "enqueued" after the enqueue and wait for a
+ * line on stdin before the run (bench/deps_callgrind.sh zeroes its
+ * counters there), the workers' reclaim_ms 600 000 (their visits, which
+ * go by the clock, out of the count).
  */
 #if !defined(_GNU_SOURCE) && !defined(_POSIX_C_SOURCE)
 #define _POSIX_C_SOURCE 200809L
@@ -160,6 +166,13 @@ int main(int argc, char **argv) {
     }
     if (a.pending) event_base_dispatch(a.base);
     double t1 = now_s();
+    const char *only = getenv("DEPS_BENCH_ENQUEUE_ONLY");
+    if (only && strcmp(only, "1") == 0) {
+        printf("%s %ld: enqueue %.3f s (enqueue only)%s\n", mode, n, t1 - t0, a.failed ? " (FAILURES)" : "");
+        rjq_client_free(a.c);
+        event_base_free(a.base);
+        return a.failed;
+    }
     if (strcmp(mode, "idle") == 0) {
         rjq_worker_options wi = RJQ_WORKER_OPTIONS_INIT;
         wi.reclaim_ms = 100;
@@ -174,8 +187,17 @@ int main(int argc, char **argv) {
         event_base_free(a.base);
         return a.failed;
     }
+    const char *run_only = getenv("DEPS_BENCH_RUN_ONLY");
     rjq_worker_options wo = RJQ_WORKER_OPTIONS_INIT;
     wo.concurrency = 64;
+    if (run_only && strcmp(run_only, "1") == 0) {
+        wo.reclaim_ms = 600000;
+        printf("enqueued\n");
+        fflush(stdout);
+        char line[16];
+        if (!fgets(line, sizeof line, stdin)) return 1;
+        t1 = now_s();
+    }
     rjq_worker *w1, *w2;
     if (rjq_worker_start(qc, &wo, handler, &a, &w1) != RJQ_OK ||
         rjq_worker_start(qp, &wo, handler, &a, &w2) != RJQ_OK)

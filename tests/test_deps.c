@@ -2122,6 +2122,45 @@ static long long fail_capped(redisContext *rc, const char *q, const char *id, co
     return code;
 }
 
+/* A release that buries its job (policy 'fail') past the dead cap trims
+ * the oldest dead through forget_jobs, which reads the options column:
+ * deps_release checks that column's type with the burial's keys, before
+ * its first write (before: the burial was written, then the trim's read
+ * failed, the call refused halfway: the job dead, its list and counters
+ * not). */
+TEST(release_burying_past_the_dead_cap_refuses_a_wrongly_typed_options_column_with_nothing_written) {
+    test_env e;
+    env_start(&e, "ro");
+    plant_active(e.rc, "ro", "x");
+    ASSERT_EQ(2, fail_capped(e.rc, "ro", "x", "1000")); /* one dead, the oldest */
+    enqueue_x_ok(e.base, e.q, "a", 3600000, 0);
+    rjq_dep on_a = {"ro", "a"};
+    ASSERT_OK(enqueue_after(&e, e.q, "b", &on_a, 1, RJQ_AFTER_FAIL).status);
+    long long dead = server_int(e.rc, "HGET t:{ro}:stats dead");
+    freeReplyObject(server_cmd(e.rc, "RENAME t:{ro}:options t:{ro}:options.saved"));
+    freeReplyObject(server_cmd(e.rc, "SET t:{ro}:options x"));
+    char prefix[] = "t:{ro}:job:", wake[] = "t:{ro}:wake";
+    const char *args[] = {prefix, wake, "1", "b", "ro", "a", "dead"}; /* dead cap 1 */
+    redisReply *r = server_fcall_reply(e.rc, RJQ__S_DEPS_RELEASE, "ro", args, 7);
+    ASSERT(r->type == REDIS_REPLY_ERROR);
+    ASSERT(strstr(r->str, "t:{ro}:options holds a string, rjq expects a hash") != NULL);
+    freeReplyObject(r);
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{ro}:dead")); /* nothing written */
+    ASSERT_EQ(dead, server_int(e.rc, "HGET t:{ro}:stats dead"));
+    ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{ro}:state x"));
+    ASSERT(deps_line(e.rc, "ro", "b", "\nw ro a"));
+    freeReplyObject(server_cmd(e.rc, "DEL t:{ro}:options"));
+    freeReplyObject(server_cmd(e.rc, "RENAME t:{ro}:options.saved t:{ro}:options"));
+    ASSERT_STREQ("waiting", get_info(e.base, e.q, "b").state);
+    r = server_fcall_reply(e.rc, RJQ__S_DEPS_RELEASE, "ro", args, 7);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 2);
+    ASSERT_EQ(3, r->element[0]->integer); /* buried, x trimmed */
+    freeReplyObject(r);
+    ASSERT_STREQ("dead", get_info(e.base, e.q, "b").state);
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{ro}:state x"));
+    env_stop(&e);
+}
+
 TEST(dead_dependency_past_the_dead_cap_is_kept_until_its_dependent_is_released) {
     test_env e;
     env_start(&e, "tc");

@@ -1669,6 +1669,49 @@ TEST(orphan_sweep_to_dead_applies_its_dependents_policies_in_its_script) {
     env_stop(&e);
 }
 
+/* The same on a queue of format 2 (docs/scripts.md "Queue format 2"): the
+ * dead client's job was pushed to it awaited, its producer's reply
+ * channel at the end of its state; a dependent of another queue registers
+ * (DEPS.register moves the channel to the watchers column, beside the
+ * dependents' mark); the orphan sweep buries it: the producer's channel
+ * and the mark are read from the column (told, the column gone), and the
+ * dependent's entry is in the reply. */
+TEST(format2_orphan_sweep_to_dead_of_a_pushed_job_tells_its_producer_and_replies_its_other_queue_dependent) {
+    test_env e;
+    env_start(&e, "of");
+    rjq_queue *q2 = open_queue(&e, "of2");
+    freeReplyObject(server_cmd(e.rc, "HSET t:{of}:payload a x"));
+    freeReplyObject(server_cmd(e.rc, "HSET t:{of}:state a %s",
+                               "active 3 cx.ABCDEFGHIJp1 @1,2, t:{of}:reply:cx:framed"));
+    freeReplyObject(server_cmd(e.rc, "ZADD t:{of}:active 99999999999999 a"));
+    rjq_dep on_a = {"of", "a"};
+    ASSERT_OK(enqueue_after(&e, q2, "o", &on_a, 1, RJQ_AFTER_RUN).status);
+    redisReply *r = server_cmd(e.rc, "HGET t:{of}:watchers a");
+    ASSERT(r->type == REDIS_REPLY_STRING && strstr(r->str, "t:{of}:reply:cx:framed") != NULL &&
+           strstr(r->str, "~deps") != NULL);
+    freeReplyObject(r);
+    r = server_cmd(e.rc, "HGET t:{of}:state a");
+    ASSERT(r->type == REDIS_REPLY_STRING && strstr(r->str, ":reply:") == NULL);
+    freeReplyObject(r);
+    const char *orph[] = {"t:{of}:job:", "t:{of}:wake", "cx.", "100", "1000", "99999999999999"};
+    r = server_fcall(e.rc, RJQ__S_ORPHANS, "of", orph, 6);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4);
+    ASSERT_EQ(1, r->element[0]->integer);
+    ASSERT_STREQ("a", r->element[2]->str);
+    ASSERT_STREQ("of2 o", r->element[3]->str);
+    freeReplyObject(r);
+    ASSERT(error_is(&e, e.q, "a", "worker lost"));
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{of}:watchers a")); /* told */
+    ASSERT_STREQ("waiting", get_info(e.base, q2, "o").state); /* (the client's) */
+    /* the client's release (as the sweep's would be): ready, by its policy */
+    const char *rel[] = {"t:{of2}:job:", "t:{of2}:wake", "1000", "o", "of", "a", "dead"};
+    r = server_fcall_reply(e.rc, RJQ__S_DEPS_RELEASE, "of2", rel, 7);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 2 && r->element[0]->integer == 2);
+    freeReplyObject(r);
+    ASSERT_STREQ("ready", get_info(e.base, q2, "o").state);
+    env_stop(&e);
+}
+
 /* A waiting or ready job is not deleted (rjq_queue_delete: RJQ_ESTATE):
  * its dependents keep waiting for it, registered. */
 TEST(delete_of_a_waiting_or_ready_dependency_is_refused_and_its_dependents_wait) {

@@ -1359,6 +1359,72 @@ TEST(dependency_on_a_server_assigned_id_waits_and_reads) {
     env_stop(&e);
 }
 
+/* rjq_queue_get_job_deps (rjq job's read): a job without dependencies nor
+ * dependents costs one script call (rjq job made two before: the list,
+ * then the dependents); one with both gets both in one callback, its
+ * dependencies' outcomes from their queue (one call more). */
+typedef struct job_deps_read {
+    int status, ran;
+    size_t n, nd;
+    char dep[64], dent[64];
+} job_deps_read;
+
+static void on_job_deps_read(rjq_client *c, int status, const rjq_dep_outcome *deps, size_t n,
+                             const rjq_dep *dents, size_t nd, void *data) {
+    (void)c;
+    job_deps_read *rd = data;
+    rd->status = status;
+    rd->n = n;
+    rd->nd = nd;
+    if (n) {
+        const rjq_dep_outcome *o = rjq_dep_outcome_get(deps, 0);
+        snprintf(rd->dep, sizeof rd->dep, "%s:%s %s %s", o->queue, o->id, o->state, o->counted);
+    }
+    if (nd) snprintf(rd->dent, sizeof rd->dent, "%s:%s", dents[0].queue, dents[0].id);
+    rd->ran++;
+}
+
+TEST(job_deps_read_of_a_job_without_dependencies_takes_one_script_call) {
+    test_env e;
+    env_start(&e, "jd");
+    rjq_queue *q2 = open_queue(&e, "jd2");
+    enqueue_x_ok(e.base, e.q, "plain", 3600000, 0);
+    enqueue_x_ok(e.base, e.q, "a", 3600000, 0);
+    rjq_dep on_a = {"jd", "a"};
+    ASSERT_OK(enqueue_after(&e, q2, "b", &on_a, 1, RJQ_AFTER_FAIL).status);
+    long long before = server_calls(e.rc, "fcall");
+    job_deps_read rd = {0};
+    ASSERT_OK(rjq_queue_get_job_deps(e.q, "plain", on_job_deps_read, &rd));
+    ASSERT(loop_until(e.base, &rd.ran, 5000));
+    ASSERT_OK(rd.status);
+    ASSERT_EQ(0, (long long)rd.n);
+    ASSERT_EQ(0, (long long)rd.nd);
+    ASSERT_EQ(1, server_calls(e.rc, "fcall") - before);
+    /* a's dependents (b), no dependencies: one call */
+    before = server_calls(e.rc, "fcall");
+    memset(&rd, 0, sizeof rd);
+    ASSERT_OK(rjq_queue_get_job_deps(e.q, "a", on_job_deps_read, &rd));
+    ASSERT(loop_until(e.base, &rd.ran, 5000));
+    ASSERT_OK(rd.status);
+    ASSERT_EQ(0, (long long)rd.n);
+    ASSERT_EQ(1, (long long)rd.nd);
+    ASSERT_STREQ("jd2:b", rd.dent);
+    ASSERT_EQ(1, server_calls(e.rc, "fcall") - before);
+    /* b's dependency (a): its list, then a's queue */
+    before = server_calls(e.rc, "fcall");
+    memset(&rd, 0, sizeof rd);
+    ASSERT_OK(rjq_queue_get_job_deps(q2, "b", on_job_deps_read, &rd));
+    ASSERT(loop_until(e.base, &rd.ran, 5000));
+    ASSERT_OK(rd.status);
+    ASSERT_EQ(1, (long long)rd.n);
+    ASSERT_EQ(0, (long long)rd.nd);
+    ASSERT_STREQ("jd:a delayed pending", rd.dep);
+    ASSERT_EQ(2, server_calls(e.rc, "fcall") - before);
+    ASSERT_EQ(RJQ_EJOBID, rjq_queue_get_job_deps(e.q, "a b", on_job_deps_read, &rd));
+    ASSERT_EQ(RJQ_EINVAL, rjq_queue_get_job_deps(e.q, "a", NULL, &rd));
+    env_stop(&e);
+}
+
 /* A job enqueued with dependencies has an entry in the deps hash; it goes
  * with the job's record, however the record is forgotten: a delete, the
  * cap of cancelled jobs, the dead cap (a burial by the policy 'fail'), the

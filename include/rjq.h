@@ -875,7 +875,8 @@ typedef struct rjq_header {
  * - Retention: a finished dependency's record stays until its
  *   dependents are released: the retention sweep keeps a completed one,
  *   the dead_max trims keep a dead or cancelled one (past the cap), and a
- *   later sweep or trim deletes it. A dependency deleted before the
+ *   later sweep deletes the completed one; the dead or cancelled one goes
+ *   at the release, the releasing client trimming to its dead_max. A dependency deleted before the
  *   dependent was registered (a retention shorter than the time between
  *   the two enqueues) counts as "missing". So does a dependency whose record was removed before it
  *   finished (deleted outside rjq, or lost): the periodic visit of the

@@ -2298,6 +2298,34 @@ TEST(dead_dependency_past_the_dead_cap_is_kept_until_its_dependent_is_released) 
     env_stop(&e);
 }
 
+/* The dependency kept past the cap goes at its release (deps_trim.lua,
+ * after deps_done, sent by the client whose release it was: here the
+ * sweep's, on a queue whose cap is 1): the queue, finishing nothing more,
+ * is back at its cap (before: a kept record stayed until the next trim). */
+TEST(dead_dependency_kept_past_the_cap_goes_at_its_release_back_to_the_cap) {
+    test_env e;
+    rjq_queue_options qo = RJQ_QUEUE_OPTIONS_INIT;
+    qo.dead_max = 1;
+    env_start_queue(&e, "tg", &qo);
+    rjq_queue *q2 = open_queue(&e, "tg2");
+    plant_active(e.rc, "tg", "a");
+    rjq_dep on_a = {"tg", "a"};
+    ASSERT_OK(enqueue_after(&e, q2, "p", &on_a, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_EQ(5, fail_capped(e.rc, "tg", "a", "1")); /* dead; p left to the (dead) client */
+    plant_active(e.rc, "tg", "b");
+    ASSERT_EQ(2, fail_capped(e.rc, "tg", "b", "1")); /* past the cap of 1: a kept */
+    ASSERT_EQ(2, server_int(e.rc, "ZCARD t:{tg}:dead"));
+    rjq_worker *w = sweeping_worker(e.q);
+    WAIT_FOR(e.base, !state_is(&e, q2, "p", "waiting"), 10000);
+    ASSERT(error_is(&e, q2, "p", "dependency tg:a ended dead"));
+    WAIT_FOR(e.base, server_int(e.rc, "ZCARD t:{tg}:dead") == 1, 10000); /* back at its cap */
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{tg}:state a"));
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{tg}:dependents a"));
+    ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{tg}:state b"));
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
 /* cancel.lua as the client calls it, keeping `most` cancelled jobs. Its
  * reply's code. */
 static long long cancel_capped(redisContext *rc, const char *q, const char *id, const char *most) {

@@ -875,7 +875,8 @@ typedef struct rjq_header {
  * - Retention: a finished dependency's record stays until its
  *   dependents are released: the retention sweep keeps a completed one,
  *   the dead_max trims keep a dead or cancelled one (past the cap), and a
- *   later sweep or trim deletes it. A dependency deleted before the
+ *   later sweep deletes the completed one; the dead or cancelled one goes
+ *   at the release, the releasing client trimming to its dead_max. A dependency deleted before the
  *   dependent was registered (a retention shorter than the time between
  *   the two enqueues) counts as "missing". So does a dependency whose record was removed before it
  *   finished (deleted outside rjq, or lost): the periodic visit of the
@@ -1355,6 +1356,27 @@ typedef void rjq_dependents_cb(rjq_client *c, int status, const rjq_dep *list, s
  * error. */
 RJQ_API int rjq_queue_get_dependents(rjq_queue *q, const char *id, rjq_dependents_cb *cb,
                                      void *data);
+
+/* deps and n as an rjq_dependencies_cb gets them, dependents and nd as an
+ * rjq_dependents_cb gets its list and n; all valid during the call; NULL
+ * and 0 unless status is RJQ_OK. */
+typedef void rjq_job_deps_cb(rjq_client *c, int status, const rjq_dep_outcome *deps, size_t n,
+                             const rjq_dep *dependents, size_t nd, void *data);
+
+/* Both reads of job `id` of q (an operator's view, as `rjq job` prints
+ * it): its dependencies (rjq_queue_get_dependencies) and its dependents
+ * not released yet (rjq_queue_get_dependents). One script call on the
+ * job's queue reads its list and its dependents; a job with dependencies
+ * then reads their outcomes, a call per dependency queue sent together (a
+ * round trip per master); a job without any costs that one call. On a
+ * sharded queue's handle, read on the id's shard. cb is called once (also
+ * with RJQ_ECANCELED when the client is freed first). Returns RJQ_OK,
+ * RJQ_EINVAL (q or cb NULL), RJQ_EJOBID (an invalid id), RJQ_ESHARDED (a
+ * server-assigned id on a sharded queue), RJQ_ECLOSED or RJQ_ENOMEM; cb's
+ * status: RJQ_OK, RJQ_EPROTO, RJQ_ENOMEM, RJQ_ECANCELED or a request's
+ * error (RJQ_ECONN, RJQ_ETIMEDOUT, RJQ_EAUTH, ...). */
+RJQ_API int rjq_queue_get_job_deps(rjq_queue *q, const char *id, rjq_job_deps_cb *cb,
+                                   void *data);
 
 typedef void rjq_done_cb(rjq_client *c, int status, void *data);
 
@@ -2508,8 +2530,8 @@ RJQ_API int rjq_scheduler_is_leading(const rjq_scheduler *s);
  *
  * Calls by id go to the id's shard, as rjq_enqueue picks it:
  * rjq_queue_cancel, rjq_queue_get_job, rjq_queue_delete, rjq_queue_promote,
- * rjq_queue_get_dependencies, rjq_queue_get_dependents and rjq_queue_replay
- * with an id (the library's made ids of anonymous jobs included). A
+ * rjq_queue_get_dependencies, rjq_queue_get_dependents, rjq_queue_get_job_deps
+ * and rjq_queue_replay with an id (the library's made ids of anonymous jobs included). A
  * server-assigned (all digits) id (a job put on a shard's own handle, or
  * by an older library) repeats across shards, so
  * its shard cannot be known: those calls refuse it with RJQ_ESHARDED

@@ -62,6 +62,8 @@ rjq_queue *rjq__deps_queue(rjq_client *c, const char *name, size_t len) {
 typedef struct due_job {
     char *id, *list;     /* its id, its dependents entry as read */
     int failed;
+    int ended;           /* it ended dead or cancelled (kept past the cap
+                          * until now, maybe: deps_trim after deps_done) */
 } due_job;
 
 typedef struct due {
@@ -101,17 +103,27 @@ static void due_end(due *d) {
     rjq__argv a;
     rjq__argv_init(&a);
     rjq__argv_script_keys(&a, d->q, RJQ__S_DEPS_DONE);
-    size_t done = 0;
+    size_t done = 0, ended = 0;
     for (size_t i = 0; i < d->n; i++) {
         if (d->jobs[i].failed) continue; /* (kept for the sweep) */
         rjq__argv_str(&a, d->jobs[i].id);
         rjq__argv_str(&a, d->jobs[i].list);
         done++;
+        ended += d->jobs[i].ended;
     }
     if (done && rjq__accepting(c))
         (void)rjq__queue_script(d->q, RJQ__S_DEPS_DONE, RJQ__REQ_RETRY, on_done, d->q, &a);
     else
         rjq__argv_free(&a);
+    if (done && ended && rjq__accepting(c)) {
+        /* a dead or cancelled job kept past the cap for its dependents
+         * goes now that they are released (after deps_done, in order) */
+        rjq__argv t;
+        rjq__argv_init(&t);
+        rjq__argv_script_keys(&t, d->q, RJQ__S_DEPS_TRIM);
+        rjq__argv_ll(&t, rjq__queue_dead_max(d->q));
+        (void)rjq__queue_script(d->q, RJQ__S_DEPS_TRIM, RJQ__REQ_RETRY, on_done, d->q, &t);
+    }
     rjq__queue_release(d->q);
     for (size_t i = 0; i < d->n; i++) {
         free(d->jobs[i].id);
@@ -261,6 +273,7 @@ void rjq__deps_release(rjq_queue *q, const rjq__deps_finished *f, size_t njobs) 
             free(j->list);
             continue;
         }
+        j->ended = outcome[0] == 'd' || (outcome[0] == 'c' && outcome[1] == 'a'); /* dead, cancelled */
         size_t ji = d->n++;
         const char *p = j->list, *end = j->list + f[i].llen;
         while (p < end) {

@@ -101,5 +101,7 @@ rjq_queue *rjq__deps_queue(rjq_client *c, const char *name, size_t len);
 int rjq__queue_dependencies_one(rjq_queue *q, const char *id, rjq_dependencies_cb *cb,
                                 void *data);
 int rjq__queue_dependents_one(rjq_queue *q, const char *id, rjq_dependents_cb *cb, void *data);
+/* (rjq_queue_get_job_deps on one queue, likewise) */
+int rjq__queue_job_deps_one(rjq_queue *q, const char *id, rjq_job_deps_cb *cb, void *data);
 
 #endif /* RJQ_DEPS_H */

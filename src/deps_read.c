@@ -6,7 +6,9 @@
  * states, results and errors, all sent in one pass (a round trip per
  * master: every script touches one queue's slot, and the calls of one
  * pass go out together). Reads only, nothing to resume. Also the
- * dependents of a job not released yet (rjq_queue_get_dependents). The
+ * dependents of a job not released yet (rjq_queue_get_dependents), or both
+ * (rjq_queue_get_job_deps: the list and the dependents in the first call,
+ * so a job without dependencies costs that one call). The
  * calls by id act on one queue; shard.c routes a sharded queue's to the
  * id's shard (a worker's job is its shard's already).
  */
@@ -23,7 +25,11 @@ typedef struct dread {
     rjq_client *c;
     rjq_queue *q;                /* the job's queue (held) */
     rjq_dependencies_cb *cb;
+    rjq_job_deps_cb *both;       /* (rjq_queue_get_job_deps: cb NULL) */
     void *data;
+    rjq_dep *dl;                 /* both: the dependents (nd), strings in dcopy */
+    size_t nd;
+    char *dcopy;
     int status, pending;
     size_t n;
     rjq_dep_outcome *out;        /* n; strings owned by copies below */
@@ -52,6 +58,8 @@ static void dread_free(dread *d) {
     free(d->err);
     free(d->result);
     free(d->out);
+    free(d->dl);
+    free(d->dcopy);
     free(d);
 }
 
@@ -59,8 +67,12 @@ static void dread_free(dread *d) {
 static void dread_step(dread *d, int status) {
     if (status != RJQ_OK && d->status == RJQ_OK) d->status = status;
     if (--d->pending > 0) return;
-    d->cb(d->c, d->status, d->status == RJQ_OK && d->n ? d->out : NULL,
-          d->status == RJQ_OK ? d->n : 0, d->data);
+    int ok = d->status == RJQ_OK;
+    if (d->both)
+        d->both(d->c, d->status, ok && d->n ? d->out : NULL, ok ? d->n : 0,
+                ok && d->nd ? d->dl : NULL, ok ? d->nd : 0, d->data);
+    else
+        d->cb(d->c, d->status, ok && d->n ? d->out : NULL, ok ? d->n : 0, d->data);
     rjq__queue_release(d->q);
     dread_free(d);
 }
@@ -228,14 +240,21 @@ static int parse_list(dread *d, const char *s, size_t len) {
     return d->n == n ? RJQ_OK : RJQ_EPROTO;
 }
 
+static int parse_dependents(rjq_client *c, const redisReply *e, char **copy, rjq_dep *list,
+                            size_t *n);
+
 static void on_list(rjq_client *c, int status, redisReply *r, void *priv) {
     dread *d = priv;
-    /* { list or nil, nil } */
+    /* { list or nil, dependents entry or nil (both: asked, else nil) } */
     if (status == RJQ_OK &&
         (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
          (r->element[0]->type != REDIS_REPLY_NIL && r->element[0]->type != REDIS_REPLY_STRING))) {
         rjq__errmsg(c, "dependencies: unexpected reply");
         status = RJQ_EPROTO;
+    }
+    if (status == RJQ_OK && d->both) {
+        if ((d->dl = malloc(RJQ__DEPENDENTS_SHOWN * sizeof *d->dl)) == NULL) status = RJQ_ENOMEM;
+        else status = parse_dependents(c, r->element[1], &d->dcopy, d->dl, &d->nd);
     }
     if (status == RJQ_OK && r->element[0]->type == REDIS_REPLY_STRING) {
         status = parse_list(d, r->element[0]->str, r->element[0]->len);
@@ -251,7 +270,8 @@ const rjq_dep_outcome *rjq_dep_outcome_get(const rjq_dep_outcome *list, size_t i
 
 /* The read of id's dependencies on q (rjq_job_dependencies,
  * rjq_queue_get_dependencies). */
-static int read_dependencies(rjq_queue *q, const char *id, rjq_dependencies_cb *cb, void *data) {
+static int read_dependencies(rjq_queue *q, const char *id, rjq_dependencies_cb *cb,
+                             rjq_job_deps_cb *both, void *data) {
     rjq_client *c = rjq_queue_get_client(q);
     int rc = rjq__queue_usable(q, "dependencies");
     if (rc != RJQ_OK) return rc;
@@ -261,9 +281,10 @@ static int read_dependencies(rjq_queue *q, const char *id, rjq_dependencies_cb *
     d->c = c;
     d->q = q;
     d->cb = cb;
+    d->both = both;
     d->data = data;
     d->pending = 1;
-    rc = send_read(q, d->id0, "", NULL, 0, on_list, d);
+    rc = send_read(q, d->id0, both ? d->id0 : "", NULL, 0, on_list, d);
     if (rc != RJQ_OK) free(d); /* (else send_read's hold of q is d's) */
     return rc;
 }
@@ -271,12 +292,16 @@ static int read_dependencies(rjq_queue *q, const char *id, rjq_dependencies_cb *
 int rjq_job_dependencies(rjq_job *job, rjq_dependencies_cb *cb, void *data) {
     rjq_queue *q = job ? rjq_job_get_queue(job) : NULL;
     if (q == NULL || cb == NULL) return RJQ_EINVAL;
-    return read_dependencies(q, rjq_job_get_id(job), cb, data);
+    return read_dependencies(q, rjq_job_get_id(job), cb, NULL, data);
 }
 
 int rjq__queue_dependencies_one(rjq_queue *q, const char *id, rjq_dependencies_cb *cb,
                                 void *data) {
-    return read_dependencies(q, id, cb, data); /* (shard.c checked q, cb and id) */
+    return read_dependencies(q, id, cb, NULL, data); /* (shard.c checked q, cb and id) */
+}
+
+int rjq__queue_job_deps_one(rjq_queue *q, const char *id, rjq_job_deps_cb *cb, void *data) {
+    return read_dependencies(q, id, NULL, cb, data); /* (shard.c checked q, cb and id) */
 }
 
 /* ---- dependents ----------------------------------------------------------- */
@@ -287,41 +312,50 @@ typedef struct dents {
     void *data;
 } dents;
 
-static void on_dependents(rjq_client *c, int status, redisReply *r, void *priv) {
-    dents *d = priv;
-    rjq_dep list[RJQ__DEPENDENTS_SHOWN];
-    size_t n = 0;
-    char *copy = NULL;
-    /* { nil, entry or nil }: the entry's "<queue> <id>" lines */
-    if (status == RJQ_OK &&
-        (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
-         (r->element[1]->type != REDIS_REPLY_NIL && r->element[1]->type != REDIS_REPLY_STRING))) {
+/* The dependents entry e (deps_read.lua: nil, or "<queue> <id>" lines) into
+ * list (at most RJQ__DEPENDENTS_SHOWN; *n of them), its strings in *copy
+ * (the caller frees it). RJQ_OK, RJQ_EPROTO or RJQ_ENOMEM. */
+static int parse_dependents(rjq_client *c, const redisReply *e, char **copy, rjq_dep *list,
+                            size_t *n) {
+    *n = 0;
+    if (e->type != REDIS_REPLY_NIL && e->type != REDIS_REPLY_STRING) {
         rjq__errmsg(c, "dependents: unexpected reply");
-        status = RJQ_EPROTO;
+        return RJQ_EPROTO;
     }
-    if (status == RJQ_OK && r->element[1]->type == REDIS_REPLY_STRING &&
-        (copy = strndup(r->element[1]->str, r->element[1]->len)) == NULL)
-        status = RJQ_ENOMEM;
-    for (char *p = copy, *next; status == RJQ_OK && p && *p && n < RJQ__DEPENDENTS_SHOWN; p = next) {
+    if (e->type == REDIS_REPLY_STRING && (*copy = strndup(e->str, e->len)) == NULL)
+        return RJQ_ENOMEM;
+    for (char *p = *copy, *next; p && *p && *n < RJQ__DEPENDENTS_SHOWN; p = next) {
         next = strchr(p, '\n');
         if (next) *next++ = '\0';
         char *sp = strchr(p, ' ');
         if (sp == NULL) {
             rjq__errmsg(c, "dependents: unexpected entry");
-            status = RJQ_EPROTO;
-            break;
+            return RJQ_EPROTO;
         }
         *sp = '\0';
         /* (a batch the job is a member of: "{b}<batch queue> <batch id>") */
         const char *qn = strncmp(p, "{b}", 3) == 0 ? p + 3 : p;
         if (!rjq__valid_queue_name(qn) || !rjq__valid_job_ref(sp + 1)) {
             rjq__errmsg(c, "dependents: unexpected entry");
-            status = RJQ_EPROTO;
-            break;
+            return RJQ_EPROTO;
         }
-        list[n].queue = p;
-        list[n++].id = sp + 1;
+        list[*n].queue = p;
+        list[(*n)++].id = sp + 1;
     }
+    return RJQ_OK;
+}
+
+static void on_dependents(rjq_client *c, int status, redisReply *r, void *priv) {
+    dents *d = priv;
+    rjq_dep list[RJQ__DEPENDENTS_SHOWN];
+    size_t n = 0;
+    char *copy = NULL;
+    /* { nil, entry or nil }: the entry's "<queue> <id>" lines */
+    if (status == RJQ_OK && (r->type != REDIS_REPLY_ARRAY || r->elements != 2)) {
+        rjq__errmsg(c, "dependents: unexpected reply");
+        status = RJQ_EPROTO;
+    }
+    if (status == RJQ_OK) status = parse_dependents(c, r->element[1], &copy, list, &n);
     d->cb(c, status, status == RJQ_OK && n ? list : NULL, status == RJQ_OK ? n : 0, d->data);
     free(copy);
     rjq__queue_release(d->q);

@@ -252,7 +252,8 @@ int rjq_queue_open_async(rjq_client *c, const char *name, const rjq_queue_option
 typedef enum {
     H_ENQUEUE, H_BATCH, H_WORKER, H_STATS, H_CANCEL, H_GET_JOB, H_DELETE, H_PAUSE, H_RESUME,
     H_RECLAIM, H_REPLAY, H_PURGE, H_LIST_JOBS, H_LIST_DEAD, H_ENQUEUE_AWAIT, H_QUEUE_AWAIT,
-    H_LIMITS, H_LEARNT, H_WORKERS, H_PROMOTE, H_GET_DEPS, H_GET_DEPENDENTS, H_FORMAT
+    H_LIMITS, H_LEARNT, H_WORKERS, H_PROMOTE, H_GET_DEPS, H_GET_DEPENDENTS, H_FORMAT,
+    H_GET_JOB_DEPS
 } hkind;
 
 typedef void any_fn(void);
@@ -336,6 +337,7 @@ static void held_fail(rjq_client *c, held *h, int status) {
     case H_LEARNT: ((rjq__learnt_fn *)h->cb)(c, status, h->data); break;
     case H_GET_DEPS: ((rjq_dependencies_cb *)h->cb)(c, status, NULL, 0, h->data); break;
     case H_GET_DEPENDENTS: ((rjq_dependents_cb *)h->cb)(c, status, NULL, 0, h->data); break;
+    case H_GET_JOB_DEPS: ((rjq_job_deps_cb *)h->cb)(c, status, NULL, 0, NULL, 0, h->data); break;
     default: ((rjq_count_cb *)h->cb)(c, status, 0, h->data); break;
     }
 }
@@ -419,6 +421,9 @@ static void held_run(rjq_queue *q, held *h) {
         break;
     case H_GET_DEPENDENTS:
         rc = rjq_queue_get_dependents(q, h->id, (rjq_dependents_cb *)h->cb, h->data);
+        break;
+    case H_GET_JOB_DEPS:
+        rc = rjq_queue_get_job_deps(q, h->id, (rjq_job_deps_cb *)h->cb, h->data);
         break;
     default: rc = RJQ_EINVAL; break;
     }
@@ -1680,6 +1685,15 @@ int rjq_queue_get_dependents(rjq_queue *q, const char *id, rjq_dependents_cb *cb
     rjq_queue *to;
     int rc = route_id(q, id, &to); /* (id checked: never empty) */
     return rc != RJQ_OK ? rc : rjq__queue_dependents_one(to, id, cb, data);
+}
+
+int rjq_queue_get_job_deps(rjq_queue *q, const char *id, rjq_job_deps_cb *cb, void *data) {
+    if (q == NULL || cb == NULL) return RJQ_EINVAL;
+    if (!rjq__valid_job_ref(id)) return RJQ_EJOBID;
+    if (gated(q)) return hold_call(q, H_GET_JOB_DEPS, (any_fn *)cb, data, id);
+    rjq_queue *to;
+    int rc = route_id(q, id, &to); /* (id checked: never empty) */
+    return rc != RJQ_OK ? rc : rjq__queue_job_deps_one(to, id, cb, data);
 }
 
 /* ---- whole-queue calls: every shard, one callback -------------------------------- */

@@ -1359,6 +1359,72 @@ TEST(dependency_on_a_server_assigned_id_waits_and_reads) {
     env_stop(&e);
 }
 
+/* rjq_queue_get_job_deps (rjq job's read): a job without dependencies nor
+ * dependents costs one script call (rjq job made two before: the list,
+ * then the dependents); one with both gets both in one callback, its
+ * dependencies' outcomes from their queue (one call more). */
+typedef struct job_deps_read {
+    int status, ran;
+    size_t n, nd;
+    char dep[64], dent[64];
+} job_deps_read;
+
+static void on_job_deps_read(rjq_client *c, int status, const rjq_dep_outcome *deps, size_t n,
+                             const rjq_dep *dents, size_t nd, void *data) {
+    (void)c;
+    job_deps_read *rd = data;
+    rd->status = status;
+    rd->n = n;
+    rd->nd = nd;
+    if (n) {
+        const rjq_dep_outcome *o = rjq_dep_outcome_get(deps, 0);
+        snprintf(rd->dep, sizeof rd->dep, "%s:%s %s %s", o->queue, o->id, o->state, o->counted);
+    }
+    if (nd) snprintf(rd->dent, sizeof rd->dent, "%s:%s", dents[0].queue, dents[0].id);
+    rd->ran++;
+}
+
+TEST(job_deps_read_of_a_job_without_dependencies_takes_one_script_call) {
+    test_env e;
+    env_start(&e, "jd");
+    rjq_queue *q2 = open_queue(&e, "jd2");
+    enqueue_x_ok(e.base, e.q, "plain", 3600000, 0);
+    enqueue_x_ok(e.base, e.q, "a", 3600000, 0);
+    rjq_dep on_a = {"jd", "a"};
+    ASSERT_OK(enqueue_after(&e, q2, "b", &on_a, 1, RJQ_AFTER_FAIL).status);
+    long long before = server_calls(e.rc, "fcall");
+    job_deps_read rd = {0};
+    ASSERT_OK(rjq_queue_get_job_deps(e.q, "plain", on_job_deps_read, &rd));
+    ASSERT(loop_until(e.base, &rd.ran, 5000));
+    ASSERT_OK(rd.status);
+    ASSERT_EQ(0, (long long)rd.n);
+    ASSERT_EQ(0, (long long)rd.nd);
+    ASSERT_EQ(1, server_calls(e.rc, "fcall") - before);
+    /* a's dependents (b), no dependencies: one call */
+    before = server_calls(e.rc, "fcall");
+    memset(&rd, 0, sizeof rd);
+    ASSERT_OK(rjq_queue_get_job_deps(e.q, "a", on_job_deps_read, &rd));
+    ASSERT(loop_until(e.base, &rd.ran, 5000));
+    ASSERT_OK(rd.status);
+    ASSERT_EQ(0, (long long)rd.n);
+    ASSERT_EQ(1, (long long)rd.nd);
+    ASSERT_STREQ("jd2:b", rd.dent);
+    ASSERT_EQ(1, server_calls(e.rc, "fcall") - before);
+    /* b's dependency (a): its list, then a's queue */
+    before = server_calls(e.rc, "fcall");
+    memset(&rd, 0, sizeof rd);
+    ASSERT_OK(rjq_queue_get_job_deps(q2, "b", on_job_deps_read, &rd));
+    ASSERT(loop_until(e.base, &rd.ran, 5000));
+    ASSERT_OK(rd.status);
+    ASSERT_EQ(1, (long long)rd.n);
+    ASSERT_EQ(0, (long long)rd.nd);
+    ASSERT_STREQ("jd:a delayed pending", rd.dep);
+    ASSERT_EQ(2, server_calls(e.rc, "fcall") - before);
+    ASSERT_EQ(RJQ_EJOBID, rjq_queue_get_job_deps(e.q, "a b", on_job_deps_read, &rd));
+    ASSERT_EQ(RJQ_EINVAL, rjq_queue_get_job_deps(e.q, "a", NULL, &rd));
+    env_stop(&e);
+}
+
 /* A job enqueued with dependencies has an entry in the deps hash; it goes
  * with the job's record, however the record is forgotten: a delete, the
  * cap of cancelled jobs, the dead cap (a burial by the policy 'fail'), the
@@ -1666,6 +1732,49 @@ TEST(orphan_sweep_to_dead_applies_its_dependents_policies_in_its_script) {
     ASSERT(error_is(&e, e.q, "f", "dependency od:a ended dead"));
     ASSERT_STREQ("ready", get_info(e.base, e.q, "r").state);
     ASSERT_STREQ("waiting", get_info(e.base, q2, "o").state); /* (the client's) */
+    env_stop(&e);
+}
+
+/* The same on a queue of format 2 (docs/scripts.md "Queue format 2"): the
+ * dead client's job was pushed to it awaited, its producer's reply
+ * channel at the end of its state; a dependent of another queue registers
+ * (DEPS.register moves the channel to the watchers column, beside the
+ * dependents' mark); the orphan sweep buries it: the producer's channel
+ * and the mark are read from the column (told, the column gone), and the
+ * dependent's entry is in the reply. */
+TEST(format2_orphan_sweep_to_dead_of_a_pushed_job_tells_its_producer_and_replies_its_other_queue_dependent) {
+    test_env e;
+    env_start(&e, "of");
+    rjq_queue *q2 = open_queue(&e, "of2");
+    freeReplyObject(server_cmd(e.rc, "HSET t:{of}:payload a x"));
+    freeReplyObject(server_cmd(e.rc, "HSET t:{of}:state a %s",
+                               "active 3 cx.ABCDEFGHIJp1 @1,2, t:{of}:reply:cx:framed"));
+    freeReplyObject(server_cmd(e.rc, "ZADD t:{of}:active 99999999999999 a"));
+    rjq_dep on_a = {"of", "a"};
+    ASSERT_OK(enqueue_after(&e, q2, "o", &on_a, 1, RJQ_AFTER_RUN).status);
+    redisReply *r = server_cmd(e.rc, "HGET t:{of}:watchers a");
+    ASSERT(r->type == REDIS_REPLY_STRING && strstr(r->str, "t:{of}:reply:cx:framed") != NULL &&
+           strstr(r->str, "~deps") != NULL);
+    freeReplyObject(r);
+    r = server_cmd(e.rc, "HGET t:{of}:state a");
+    ASSERT(r->type == REDIS_REPLY_STRING && strstr(r->str, ":reply:") == NULL);
+    freeReplyObject(r);
+    const char *orph[] = {"t:{of}:job:", "t:{of}:wake", "cx.", "100", "1000", "99999999999999"};
+    r = server_fcall(e.rc, RJQ__S_ORPHANS, "of", orph, 6);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4);
+    ASSERT_EQ(1, r->element[0]->integer);
+    ASSERT_STREQ("a", r->element[2]->str);
+    ASSERT_STREQ("of2 o", r->element[3]->str);
+    freeReplyObject(r);
+    ASSERT(error_is(&e, e.q, "a", "worker lost"));
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{of}:watchers a")); /* told */
+    ASSERT_STREQ("waiting", get_info(e.base, q2, "o").state); /* (the client's) */
+    /* the client's release (as the sweep's would be): ready, by its policy */
+    const char *rel[] = {"t:{of2}:job:", "t:{of2}:wake", "1000", "o", "of", "a", "dead"};
+    r = server_fcall_reply(e.rc, RJQ__S_DEPS_RELEASE, "of2", rel, 7);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 2 && r->element[0]->integer == 2);
+    freeReplyObject(r);
+    ASSERT_STREQ("ready", get_info(e.base, q2, "o").state);
     env_stop(&e);
 }
 
@@ -2122,6 +2231,45 @@ static long long fail_capped(redisContext *rc, const char *q, const char *id, co
     return code;
 }
 
+/* A release that buries its job (policy 'fail') past the dead cap trims
+ * the oldest dead through forget_jobs, which reads the options column:
+ * deps_release checks that column's type with the burial's keys, before
+ * its first write (before: the burial was written, then the trim's read
+ * failed, the call refused halfway: the job dead, its list and counters
+ * not). */
+TEST(release_burying_past_the_dead_cap_refuses_a_wrongly_typed_options_column_with_nothing_written) {
+    test_env e;
+    env_start(&e, "ro");
+    plant_active(e.rc, "ro", "x");
+    ASSERT_EQ(2, fail_capped(e.rc, "ro", "x", "1000")); /* one dead, the oldest */
+    enqueue_x_ok(e.base, e.q, "a", 3600000, 0);
+    rjq_dep on_a = {"ro", "a"};
+    ASSERT_OK(enqueue_after(&e, e.q, "b", &on_a, 1, RJQ_AFTER_FAIL).status);
+    long long dead = server_int(e.rc, "HGET t:{ro}:stats dead");
+    freeReplyObject(server_cmd(e.rc, "RENAME t:{ro}:options t:{ro}:options.saved"));
+    freeReplyObject(server_cmd(e.rc, "SET t:{ro}:options x"));
+    char prefix[] = "t:{ro}:job:", wake[] = "t:{ro}:wake";
+    const char *args[] = {prefix, wake, "1", "b", "ro", "a", "dead"}; /* dead cap 1 */
+    redisReply *r = server_fcall_reply(e.rc, RJQ__S_DEPS_RELEASE, "ro", args, 7);
+    ASSERT(r->type == REDIS_REPLY_ERROR);
+    ASSERT(strstr(r->str, "t:{ro}:options holds a string, rjq expects a hash") != NULL);
+    freeReplyObject(r);
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{ro}:dead")); /* nothing written */
+    ASSERT_EQ(dead, server_int(e.rc, "HGET t:{ro}:stats dead"));
+    ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{ro}:state x"));
+    ASSERT(deps_line(e.rc, "ro", "b", "\nw ro a"));
+    freeReplyObject(server_cmd(e.rc, "DEL t:{ro}:options"));
+    freeReplyObject(server_cmd(e.rc, "RENAME t:{ro}:options.saved t:{ro}:options"));
+    ASSERT_STREQ("waiting", get_info(e.base, e.q, "b").state);
+    r = server_fcall_reply(e.rc, RJQ__S_DEPS_RELEASE, "ro", args, 7);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 2);
+    ASSERT_EQ(3, r->element[0]->integer); /* buried, x trimmed */
+    freeReplyObject(r);
+    ASSERT_STREQ("dead", get_info(e.base, e.q, "b").state);
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{ro}:state x"));
+    env_stop(&e);
+}
+
 TEST(dead_dependency_past_the_dead_cap_is_kept_until_its_dependent_is_released) {
     test_env e;
     env_start(&e, "tc");
@@ -2147,6 +2295,34 @@ TEST(dead_dependency_past_the_dead_cap_is_kept_until_its_dependent_is_released) 
     ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{tc}:state b"));
     ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{tc}:dead"));
     ASSERT_EQ(0, server_int(e.rc, "ZRANK t:{tc}:dead c"));
+    env_stop(&e);
+}
+
+/* The dependency kept past the cap goes at its release (deps_trim.lua,
+ * after deps_done, sent by the client whose release it was: here the
+ * sweep's, on a queue whose cap is 1): the queue, finishing nothing more,
+ * is back at its cap (before: a kept record stayed until the next trim). */
+TEST(dead_dependency_kept_past_the_cap_goes_at_its_release_back_to_the_cap) {
+    test_env e;
+    rjq_queue_options qo = RJQ_QUEUE_OPTIONS_INIT;
+    qo.dead_max = 1;
+    env_start_queue(&e, "tg", &qo);
+    rjq_queue *q2 = open_queue(&e, "tg2");
+    plant_active(e.rc, "tg", "a");
+    rjq_dep on_a = {"tg", "a"};
+    ASSERT_OK(enqueue_after(&e, q2, "p", &on_a, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_EQ(5, fail_capped(e.rc, "tg", "a", "1")); /* dead; p left to the (dead) client */
+    plant_active(e.rc, "tg", "b");
+    ASSERT_EQ(2, fail_capped(e.rc, "tg", "b", "1")); /* past the cap of 1: a kept */
+    ASSERT_EQ(2, server_int(e.rc, "ZCARD t:{tg}:dead"));
+    rjq_worker *w = sweeping_worker(e.q);
+    WAIT_FOR(e.base, !state_is(&e, q2, "p", "waiting"), 10000);
+    ASSERT(error_is(&e, q2, "p", "dependency tg:a ended dead"));
+    WAIT_FOR(e.base, server_int(e.rc, "ZCARD t:{tg}:dead") == 1, 10000); /* back at its cap */
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{tg}:state a"));
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{tg}:dependents a"));
+    ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{tg}:state b"));
+    worker_stop_wait(e.base, w);
     env_stop(&e);
 }
 

@@ -1285,3 +1285,82 @@ TEST(format2_dependent_of_another_queue_moves_the_channel_to_the_watchers) {
     WAIT_FOR(e.env.base, server_int(e.env.rc, "LLEN t:{fo}:ready") == 1, 5000); /* released */
     push_stop(&e);
 }
+
+/* A dependent of another queue on a running pushed job of a format-2
+ * queue that is cancelled: the cancel tells the producer (the channel,
+ * moved to the watchers column by the registration, beside the
+ * dependents' mark) and the dependent applies its policy ('fail': dead,
+ * naming the dependency), released by the cancelling client. */
+TEST(format2_dependent_of_another_queue_on_a_cancelled_pushed_job_applies_its_policy) {
+    push_env e;
+    long outcomes = 0, cancelled = 0;
+    format2_start(&e, "fx", 1, &outcomes);
+    rjq_queue *oq;
+    ASSERT_OK(rjq_queue_open(e.env.c, "fxo", NULL, &oq));
+    count_wait w = {0};
+    char id[64], v[512];
+    running_awaited(&e, "fx", &w, id, sizeof id, v, sizeof v);
+    rjq_dep on = {"fx", id};
+    rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
+    jo.id = "dep-x";
+    jo.after = &on;
+    jo.n_after = 1;
+    ASSERT_OK(rjq_enqueue(oq, "b", 1, &jo, NULL, NULL));
+    WAIT_FOR(e.env.base, server_int(e.env.rc, "HEXISTS t:{fx}:watchers %s", id) == 1, 5000);
+    ASSERT(!state_holds_channel(e.env.rc, "fx", id, v, sizeof v));
+    ASSERT_OK(rjq_queue_cancel(e.env.q, id, on_cancelled_active, &cancelled));
+    WAIT_FOR(e.env.base, w.done >= 1, 5000);
+    ASSERT_EQ(RJQ_EJOBCANCELED, w.status);
+    WAIT_FOR(e.env.base, server_int(e.env.rc, "ZCARD t:{fxo}:dead") == 1, 5000);
+    ASSERT(state_holds_channel(e.env.rc, "fxo", "dep-x", v, sizeof v) == 0 && strncmp(v, "dead ", 5) == 0);
+    redisReply *r = server_cmd(e.env.rc, "HGET t:{fxo}:error dep-x");
+    ASSERT(r->type == REDIS_REPLY_STRING && strstr(r->str, "ended cancelled") != NULL);
+    freeReplyObject(r);
+    WAIT_FOR(e.env.base, server_int(e.env.rc, "HEXISTS t:{fx}:dependents %s", id) == 0, 5000);
+    long ended = 0; /* (the worker's job ends: its completion finds it cancelled) */
+    ASSERT_OK(rjq_job_complete(e.h.jobs[0], NULL, 0, on_done_any, &ended));
+    e.h.n = 0;
+    ASSERT(loop_until_count(e.env.base, &ended, 1, 5000));
+    push_stop(&e);
+}
+
+/* The same dependent on a pushed job whose lease the sweep took back
+ * (reclaim.lua: back to ready, attempts left): it waits through the
+ * reclaim (not released by it) and is released by the rerun's completion,
+ * which tells the producer too. */
+TEST(format2_dependent_of_another_queue_on_a_reclaimed_pushed_job_waits_for_its_rerun) {
+    push_env e;
+    long outcomes = 0, done = 0, stale = 0;
+    format2_start(&e, "fy", 2, &outcomes);
+    rjq_queue *oq;
+    ASSERT_OK(rjq_queue_open(e.env.c, "fyo", NULL, &oq));
+    count_wait w = {0};
+    char id[64], v[512];
+    running_awaited(&e, "fy", &w, id, sizeof id, v, sizeof v);
+    rjq_dep on = {"fy", id};
+    rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
+    jo.id = "dep-y";
+    jo.after = &on;
+    jo.n_after = 1;
+    ASSERT_OK(rjq_enqueue(oq, "b", 1, &jo, NULL, NULL));
+    WAIT_FOR(e.env.base, server_int(e.env.rc, "HEXISTS t:{fy}:watchers %s", id) == 1, 5000);
+    freeReplyObject(server_cmd(e.env.rc, "ZADD t:{fy}:active XX 1 %s", id));
+    count_wait rc = {0};
+    ASSERT_OK(rjq_queue_reclaim(e.env.q, on_count, &rc));
+    WAIT_FOR(e.env.base, rc.done >= 1, 5000);
+    ASSERT_EQ(1, rc.n);
+    ASSERT(loop_until_count(e.env.base, &e.h.handled, 3, 5000)); /* its rerun */
+    ASSERT(state_holds_channel(e.env.rc, "fyo", "dep-y", v, sizeof v) == 0 && strncmp(v, "waiting ", 8) == 0);
+    ASSERT_EQ(0, server_int(e.env.rc, "LLEN t:{fyo}:ready"));
+    ASSERT_OK(rjq_job_complete(e.h.jobs[0], NULL, 0, on_done_any, &stale));
+    ASSERT(loop_until_count(e.env.base, &stale, 1, 5000));
+    ASSERT_EQ(0, w.done);
+    ASSERT_OK(rjq_job_complete(e.h.jobs[1], "ok", 2, on_done_ok, &done));
+    WAIT_FOR(e.env.base, w.done >= 1, 5000);
+    ASSERT_OK(w.status);
+    WAIT_FOR(e.env.base, server_int(e.env.rc, "LLEN t:{fyo}:ready") == 1, 5000); /* released once */
+    WAIT_FOR(e.env.base, server_int(e.env.rc, "HEXISTS t:{fy}:dependents %s", id) == 0, 5000);
+    ASSERT_EQ(1, server_int(e.env.rc, "LLEN t:{fyo}:ready"));
+    e.h.n = 0;
+    push_stop(&e);
+}

@@ -104,6 +104,22 @@ static read_dents dependents_of(struct event_base *base, rjq_queue *q, const cha
     return rd;
 }
 
+/* Both at once (rjq_queue_get_job_deps): the dependencies' lines as
+ * on_deps, the dependents' as on_dents. */
+typedef struct read_both {
+    read_deps d;
+    read_dents t;
+    long ran;
+} read_both;
+
+static void on_both(rjq_client *c, int status, const rjq_dep_outcome *deps, size_t n,
+                    const rjq_dep *list, size_t nd, void *data) {
+    read_both *rb = data;
+    on_deps(c, status, deps, n, &rb->d);
+    on_dents(c, status, list, nd, &rb->t);
+    rb->ran++;
+}
+
 static enqueue_wait enqueue_after(struct event_base *base, rjq_queue *q, const char *id,
                                   const rjq_dep *deps, size_t n) {
     rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
@@ -189,6 +205,16 @@ TEST(dependent_on_a_sharded_queue_is_read_through_the_queue_and_by_its_handler) 
     ASSERT(strstr(rjq_client_get_errmsg(e.c), "server-assigned") != NULL);
     ASSERT_EQ(RJQ_ESHARDED, rjq_queue_get_dependents(s, "12", on_dents, &dn));
     ASSERT_EQ(RJQ_EJOBID, rjq_queue_get_dependencies(s, "", on_deps, &rd));
+    /* both at once, through the sharded handle: the id's shard */
+    read_both rb;
+    memset(&rb, 0, sizeof rb);
+    ASSERT_OK(rjq_queue_get_job_deps(s, "b", on_both, &rb));
+    ASSERT(loop_until_count(e.base, &rb.ran, 1, 10000));
+    ASSERT_OK(rb.d.status);
+    ASSERT_EQ(1, (long)rb.d.n);
+    ASSERT_STREQ("sdp_a:a delayed pending", rb.d.line[0]);
+    ASSERT_EQ(0, (long)rb.t.n);
+    ASSERT_EQ(RJQ_ESHARDED, rjq_queue_get_job_deps(s, "12", on_both, &rb));
     /* the handler reads them too, and they run once a is done */
     ran ra = {{0}, 0};
     reader r;

@@ -517,6 +517,18 @@ run job depa a1 --json
 check; python3 -c 'import json,sys; d=json.load(sys.stdin)
 assert d["dependents"]==[{"queue":"depb","id":"b1"}] and "dependencies" not in d and "after_policy" not in d, d' \
     <"$DIR/out" || fail "job --json: its dependents"
+# job_without_dependencies_reads_them_in_one_call: rjq job of a job with
+# neither dependencies nor dependents makes two script calls (the one read
+# of both, rjq_queue_get_job_deps, and the job's): three before
+fcalls() { redis-cli -p "$PORT" INFO commandstats | awk -F'[=,:]' '/^cmdstat_fcall:/ { print $3 }'; }
+run enqueue depa lone --id l1 --delay 3600000
+expect_ok
+f0=$(fcalls)
+run job depa l1
+expect_ok
+expect_line "state delayed"
+f1=$(fcalls)
+check; [ $((f1 - f0)) -eq 2 ] || fail "rjq job of a job without dependencies: $((f1 - f0)) script calls, 2 expected"
 run jobs depb waiting
 expect_out "b1"
 run stats depb

@@ -1051,8 +1051,8 @@ static int cmd_batches(cli *t, int argc, char **argv) {
 
 /* ---- job ---------------------------------------------------------------------- */
 
-/* rjq job's dependencies and dependents (rjq_queue_get_dependencies,
- * rjq_queue_get_dependents), read before the job and kept (copies) to be
+/* rjq job's dependencies and dependents (rjq_queue_get_job_deps: one
+ * script call for a job without dependencies), read before the job and kept (copies) to be
  * printed with it: an error prints nothing on stdout. */
 typedef struct jobdeps {
     size_t n, nd;          /* dependencies, dependents */
@@ -1078,8 +1078,9 @@ static char *dup_or_null(const char *s, int *bad) {
     return r;
 }
 
-static void on_job_dependencies(rjq_client *c, int status, const rjq_dep_outcome *deps, size_t n,
-                                void *data) {
+/* Both, from one rjq_queue_get_job_deps. */
+static void on_job_deps(rjq_client *c, int status, const rjq_dep_outcome *deps, size_t n,
+                        const rjq_dep *list, size_t nd, void *data) {
     cli *t = data;
     jobdeps *j = &the_jobdeps;
     int bad = 0;
@@ -1096,23 +1097,13 @@ static void on_job_dependencies(rjq_client *c, int status, const rjq_dep_outcome
         j->n = i + 1;
         j->policy = o->policy;
     }
-    if (bad) report(t, RJQ_ENOMEM, "dependencies");
-}
-
-static void on_job_dependents(rjq_client *c, int status, const rjq_dep *list, size_t n,
-                              void *data) {
-    cli *t = data;
-    jobdeps *j = &the_jobdeps;
-    int bad = 0;
-    (void)c;
-    if (!reply_ok_why(t, status, "dependents")) return;
-    if (n && (j->d = calloc(2 * n, sizeof *j->d)) == NULL) bad = 1;
-    for (size_t i = 0; !bad && i < n; i++) {
+    if (!bad && nd && (j->d = calloc(2 * nd, sizeof *j->d)) == NULL) bad = 1;
+    for (size_t i = 0; !bad && i < nd; i++) {
         j->d[2 * i] = dup_or_null(list[i].queue, &bad);
         j->d[2 * i + 1] = dup_or_null(list[i].id, &bad);
         j->nd = i + 1;
     }
-    if (bad) report(t, RJQ_ENOMEM, "dependents");
+    if (bad) report(t, RJQ_ENOMEM, "dependencies");
 }
 
 /* The kept dependencies and dependents: plain, an "after_policy P" line
@@ -1211,17 +1202,16 @@ static void on_job(rjq_client *c, int status, const rjq_job_info *j, void *data)
     end_object(t);
 }
 
-/* rjq job QUEUE ID: its dependencies and dependents read first (both sent
- * at once: a round trip per master for the dependencies' queues), then
- * the job, printed with them. */
+/* rjq job QUEUE ID: its dependencies and dependents read first (one call
+ * on the job's queue, then, for a job with dependencies, their queues' at
+ * once: a round trip per master), then the job, printed with them. */
 static int cmd_job(cli *t, int argc, char **argv) {
     char *pos[2];
     const optdef defs[] = {{"--json", NULL, &t->json}, {NULL, NULL, NULL}};
     int rc = parse_args(argc, argv, defs, pos, 2, 2, NULL);
     if (rc) return rc;
     if (cli_open(t, pos[0])) return 1;
-    rc = sent(t, rjq_queue_get_dependencies(t->q, pos[1], on_job_dependencies, t));
-    if (!rc) rc = sent(t, rjq_queue_get_dependents(t->q, pos[1], on_job_dependents, t));
+    rc = sent(t, rjq_queue_get_job_deps(t->q, pos[1], on_job_deps, t));
     if (!rc || t->pending) rc = wait_replies(t, 0) || rc;
     if (!rc) rc = send_and_wait(t, rjq_queue_get_job(t->q, pos[1], on_job, t));
     jobdeps_free(&the_jobdeps);

@@ -40,11 +40,13 @@ J.dt = dependents -- (a job buried with dependents of its own queue: their entri
 -- column, which DEPS.release reads only for a list whose head has no
 -- priority, one deps_add wrote before it put the priority there, is not
 -- checked either); the
--- keys of a burial (dead set, error and watchers columns, dedup) only
--- when a release can bury (an outcome other than 'completed'): 4 TYPE
--- calls for a call of completions, 11 before.
+-- keys of a burial (dead set, error and watchers columns, dedup, and the
+-- options column, which a burial past the dead cap reads after its first
+-- writes: trim_oldest's forget_jobs) only when a release can bury (an
+-- outcome other than 'completed'): 4 TYPE calls for a call of
+-- completions, 9 for one that can bury, 11 before.
 expect_types({ready, 'list', prio, 'zset', delayed, 'zset', waiting, 'zset'})
-if buries then expect_types({J.e, 'hash', J.n, 'hash', dead, 'zset', J.u, 'zset'}) end
+if buries then expect_types({J.e, 'hash', J.n, 'hash', dead, 'zset', J.u, 'zset', J.o, 'hash'}) end
 int_fields(stats, 'seq', 'skipped', 'dead')
 -- (the work: DEPS.release in lib.lua, which complete.lua and fail.lua call
 -- for the dependents of their own queue)

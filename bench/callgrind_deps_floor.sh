@@ -1,0 +1,187 @@
+#!/bin/bash
+# bench/callgrind_deps_floor.sh: the least Redis can spend on a job with one
+# dependency in ANOTHER queue (another hash slot), beyond the plain job it
+# also is (bench/README.md "The floor of a dependency in another queue").
+#
+# A stand-in of the fewest script calls and commands that keep issue 39's
+# guarantees for an other-queue dependent P (queue B) of a job D (queue A):
+# - registration race-free: one call on A's slot reads D's state and writes
+#   D's dependents entry in the same script (an unfinished D records P; a
+#   finished one is answered at once);
+# - release once: one call on B's slot reads P's state (still waiting?)
+#   before it moves P to ready (ZREM waiting, RPUSH ready, state ready), so
+#   a release sent again changes nothing;
+# - retention until release: D's completion (a call it makes anyway) reads
+#   D's dependents entry (one command more: the entries the client
+#   carries); the entry stays, so D's record is kept and a sweep can find an
+#   unreleased one by scanning the entries (no index per job); after the
+#   release the entry goes (HDEL, carried by the client's next call to A:
+#   no call of its own) - the cheapest and, as its own call, the dearer.
+# P's own enqueue is a plain one that adds P to `waiting` instead of
+# `ready` (the same count of commands) and carries the dependency's queue
+# and id (two arguments more, kept in P's state value: no command more).
+#
+# Each step runs its commands with all its jobs' ids at once (a command per
+# step, not per job: the fewest), K jobs per call (what a client gathers in
+# one loop turn: deps-bench's about 33, or 1 for a lone job), with real
+# keys and members (distinct ids, the members present), the calls sent
+# with redis-cli --pipe and counted by segment. The extra per dependent
+# job is set against the plain job of deps-bench (its `plain` mode, run on
+# the same server): floor ratio = 1 + extra / plain.
+#
+# Usage: bench/callgrind_deps_floor.sh [BUILD]   (BUILD holds deps-bench)
+# Environment: N (dependents, default 2000), KS ("1 2 4 8 33"), CG_PORT (17462),
+#   OUT (mktemp), REAL=1 also runs deps-bench `dep N` (the real path).
+set -euo pipefail
+BUILD=${1:-build}
+N=${N:-2000}
+KS=${KS:-"1 2 4 8 33"}
+CG_PORT=${CG_PORT:-17462}
+OUT=${OUT:-$(mktemp -d /tmp/rjq-depsfloor.XXXXXX)}
+PY=/usr/bin/python3
+# shellcheck source=bench/cg_redis.sh
+. "$(dirname "$0")/cg_redis.sh"
+mkdir -p "$OUT"
+
+cat > "$OUT/depsfloor.lua" << 'EOF'
+#!lua name=rjqdepsfloor
+redis.register_function('f_empty', function(KEYS, ARGV) return 0 end)
+-- registration on A: per job D's id and the entry "B P"
+redis.register_function('f_reg', function(KEYS, ARGV)
+  local ids, fv = {}, {}
+  for i = 1, #ARGV, 2 do ids[#ids + 1] = ARGV[i]; fv[#fv + 1] = ARGV[i]; fv[#fv + 1] = ARGV[i + 1] end
+  local s = redis.call('HMGET', KEYS[1], unpack(ids))
+  redis.call('HSET', KEYS[2], unpack(fv))
+  return s
+end)
+-- the completion's extra on A: D's dependents entries (in its reply)
+redis.register_function('f_cplus', function(KEYS, ARGV)
+  return redis.call('HMGET', KEYS[1], unpack(ARGV))
+end)
+-- release on B: per job P's id
+redis.register_function('f_rel', function(KEYS, ARGV)
+  local s = redis.call('HMGET', KEYS[1], unpack(ARGV))
+  local fv = {}
+  for i = 1, #ARGV do fv[#fv + 1] = ARGV[i]; fv[#fv + 1] = 'ready 0 @1764000000000,,' end
+  redis.call('ZREM', KEYS[2], unpack(ARGV))
+  redis.call('RPUSH', KEYS[3], unpack(ARGV))
+  redis.call('HSET', KEYS[1], unpack(fv))
+  return #s
+end)
+-- the entries' removal on A: per job D's id
+redis.register_function('f_done', function(KEYS, ARGV)
+  return redis.call('HDEL', KEYS[1], unpack(ARGV))
+end)
+EOF
+
+cg_redis_start "$CG_PORT" callgrind_deps_floor.sh
+pid=$CG_REDIS_PID
+cli() { redis-cli -p "$CG_PORT" "$@"; }
+cli -x FUNCTION LOAD < "$OUT/depsfloor.lua" > /dev/null
+
+# the instructions of running $1 (a command file) through redis-cli --pipe
+# (its wall time appended to $OUT/wall: the server's own periodic
+# work over it is counted too, estimated below from an idle second)
+seg() {
+  local t0 t1
+  callgrind_control -z "$pid" > /dev/null 2>&1
+  t0=$(date +%s.%N)
+  cli --pipe < "$1" > "$OUT/pipe.log" 2>&1 || { cat "$OUT/pipe.log" >&2; exit 1; }
+  t1=$(date +%s.%N)
+  grep -q 'errors: 0' "$OUT/pipe.log" || { cat "$OUT/pipe.log" >&2; exit 1; }
+  callgrind_control --dump="$2" "$pid" > /dev/null 2>&1
+  awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f\n", b - a }' >> "$OUT/wall"
+  cg_dumped "$2"
+}
+
+# RESP command files: gen.py K STEP > file
+cat > "$OUT/gen.py" << 'EOF'
+import sys
+n, k, step = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+out = sys.stdout.buffer
+def cmd(*w):
+    w = [x if isinstance(x, bytes) else str(x).encode() for x in w]
+    out.write(b'*%d\r\n' % len(w) + b''.join(b'$%d\r\n%s\r\n' % (len(x), x) for x in w))
+if step == 'setup':
+    for i in range(n):
+        cmd('HSET', '{a}:s', 'c%d' % i, 'active 1 c.w.t1 @1764000000000,1764000000000,')
+        cmd('HSET', '{b}:s', 'p%d' % i, 'waiting 0 @1764000000000,,')
+        cmd('ZADD', '{b}:waiting', 1764000000000 + i, 'p%d' % i)
+for j in range(0, n, k):
+    r = range(j, min(j + k, n))
+    c = ['c%d' % i for i in r]
+    p = ['p%d' % i for i in r]
+    if step == 'reg':
+        a = []
+        for i in r: a += ['c%d' % i, 'b p%d' % i]
+        cmd('FCALL', 'f_reg', 2, '{a}:s', '{a}:dependents', *a)
+    elif step == 'cbase':   # the completion's own ids, no command
+        cmd('FCALL', 'f_empty', 1, '{a}:dependents', *c)
+    elif step == 'cplus':
+        cmd('FCALL', 'f_cplus', 1, '{a}:dependents', *c)
+    elif step == 'rel':
+        cmd('FCALL', 'f_rel', 3, '{b}:s', '{b}:waiting', '{b}:ready', *p)
+    elif step == 'empty':   # a call carrying nothing of the dependents
+        cmd('FCALL', 'f_empty', 1, '{a}:dependents')
+    elif step == 'done':
+        cmd('FCALL', 'f_done', 1, '{a}:dependents', *c)
+    elif step == 'eplus':   # the enqueue's two arguments more per job
+        a = []
+        for i in r: a += ['a', 'c%d' % i]
+        cmd('FCALL', 'f_empty', 1, '{b}:s', *a)
+EOF
+
+echo "redis-server $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/') under callgrind, N=$N dependents, output in $OUT"
+echo
+# deps-bench's plain job on this server (its jobs: N children, no dependents)
+cli FLUSHALL > /dev/null
+REDIS_URL="redis://127.0.0.1:$CG_PORT" "$BUILD/deps-bench" plain 10 > /dev/null
+cli FLUSHALL > /dev/null
+callgrind_control -z "$pid" > /dev/null 2>&1
+REDIS_URL="redis://127.0.0.1:$CG_PORT" "$BUILD/deps-bench" plain "$N" > "$OUT/plain.txt"
+callgrind_control --dump=plain "$pid" > /dev/null 2>&1
+plain=$(cg_dumped plain)
+plainj=$(awk -v a="$plain" -v n="$N" 'BEGIN { printf "%.1f", a / n / 1000 }')
+echo "deps-bench plain $N: $plain instructions, ${plainj}k per plain job"
+if [ "${REAL:-0}" = 1 ]; then
+  cli FLUSHALL > /dev/null
+  callgrind_control -z "$pid" > /dev/null 2>&1
+  REDIS_URL="redis://127.0.0.1:$CG_PORT" "$BUILD/deps-bench" dep "$N" > "$OUT/dep.txt"
+  callgrind_control --dump=dep "$pid" > /dev/null 2>&1
+  dep=$(cg_dumped dep)
+  awk -v d="$dep" -v p="$plain" -v n="$N" 'BEGIN { x = (d - p) / n; printf "deps-bench dep %d: %d instructions, %.1fk per dependent job, %.2fx plain\n", n, d, x / 1000, x / (p / n) }'
+fi
+# the server idle (its periodic work, and callgrind's control): per second
+callgrind_control -z "$pid" > /dev/null 2>&1
+sleep 5
+callgrind_control --dump=idle "$pid" > /dev/null 2>&1
+idle=$(awk -v a="$(cg_dumped idle)" 'BEGIN { printf "%.0f", a / 5 }')
+echo "idle server: $idle instructions a second"
+echo
+echo "| K jobs a call | register | completion's read | release | removal carried (own call) | enqueue's 2 args | extra per dependent | floor ratio | idle work in it |"
+echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+for k in $KS; do
+  cli FLUSHALL > /dev/null
+  for s in setup reg cbase cplus rel empty 'done' eplus; do "$PY" "$OUT/gen.py" "$N" "$k" "$s" > "$OUT/$s.$k.resp"; done
+  cli --pipe < "$OUT/setup.$k.resp" > /dev/null
+  : > "$OUT/wall"
+  reg=$(seg "$OUT/reg.$k.resp" "reg$k")
+  cbase=$(seg "$OUT/cbase.$k.resp" "cbase$k")
+  cplus=$(seg "$OUT/cplus.$k.resp" "cplus$k")
+  rel=$(seg "$OUT/rel.$k.resp" "rel$k")
+  empty=$(seg "$OUT/empty.$k.resp" "empty$k")
+  done_=$(seg "$OUT/done.$k.resp" "done$k")
+  eplus=$(seg "$OUT/eplus.$k.resp" "eplus$k")
+  if [ "$(cli HLEN '{a}:dependents')" != 0 ] || [ "$(cli ZCARD '{b}:waiting')" != 0 ] ||
+    [ "$(cli LLEN '{b}:ready')" != "$N" ]; then
+    echo "callgrind_deps_floor.sh: the stand-in left the keys wrong" >&2
+    exit 1
+  fi
+  awk -v n="$N" -v k="$k" -v reg="$reg" -v cb="$cbase" -v cp="$cplus" -v rel="$rel" -v em="$empty" \
+      -v dn="$done_" -v ep="$eplus" -v plain="$plain" -v idle="$idle" \
+      -v wall="$(awk '{ s += $1 } END { print s }' "$OUT/wall")" 'BEGIN {
+    r = reg / n; c = (cp - cb) / n; l = rel / n; d = (dn - em) / n; dd = dn / n; e = (ep - em) / n
+    x = r + c + l + d + e; pj = plain / n
+    printf "| %d | %.1fk | %.1fk | %.1fk | %.1fk (%.1fk) | %.1fk | %.1fk (%.1fk) | %.2fx (%.2fx) | <= %.1fk |\n", k, r / 1000, c / 1000, l / 1000, d / 1000, dd / 1000, e / 1000, x / 1000, (x - d + dd) / 1000, 1 + x / pj, 1 + (x - d + dd) / pj, idle * wall / n / 1000
+  }'
+done

@@ -168,9 +168,9 @@ static void draw(top *t) {
     attron(A_BOLD);
     put_line(0, "rjq top: %zu%s queue%s, refresh %ld ms   (up/down: pick, q: quit)", t->n,
              t->n == MAX_QUEUES ? " (the first)" : "", t->n == 1 ? "" : "s", t->interval_ms);
-    put_line(2, "%-24s %9s %9s %9s %9s %9s %8s %8s %8s %8s %8s  %s", "QUEUE", "READY",
-             "DELAYED", "ACTIVE", "DEAD", "DONE", "IN/s", "DONE/s", "FAIL/s", "WAIT ms", "RUN ms",
-             "DONE/s HISTORY");
+    put_line(2, "%-24s %9s %9s %9s %9s %9s %9s %8s %8s %8s %8s %8s  %s", "QUEUE", "READY",
+             "DELAYED", "WAITING", "ACTIVE", "DEAD", "DONE", "IN/s", "DONE/s", "FAIL/s", "WAIT ms",
+             "RUN ms", "DONE/s HISTORY");
     attroff(A_BOLD);
     int first = 3, room = h - first - 6;
     int top_row = t->sel >= room ? t->sel - room + 1 : 0;
@@ -180,8 +180,8 @@ static void draw(top *t) {
         ms_cell(r->wait_ms, wait, sizeof wait);
         ms_cell(r->run_ms, run, sizeof run);
         int len = r->have ? snprintf(line, sizeof line,
-                                     "%-24.24s %9lld %9lld %9lld %9lld %9lld %8.1f %8.1f %8.1f %8s %8s",
-                                     r->name, r->s.ready, r->s.delayed, r->s.active,
+                                     "%-24.24s %9lld %9lld %9lld %9lld %9lld %9lld %8.1f %8.1f %8.1f %8s %8s",
+                                     r->name, r->s.ready, r->s.delayed, r->s.waiting, r->s.active,
                                      r->s.dead_depth, r->s.completed, r->in_rate, r->done_rate,
                                      r->fail_rate, wait, run)
                           : snprintf(line, sizeof line, "%-24.24s %9s", r->name, "...");

@@ -239,3 +239,53 @@ void hold_last_handler(rjq_job *job, void *data) {
     h->job = job;
     h->started++;
 }
+
+void on_deps_lines(rjq_client *c, int status, const rjq_dep_outcome *deps, size_t n, void *data) {
+    (void)c;
+    deps_lines *rd = data;
+    rd->status = status;
+    rd->n = n;
+    for (size_t i = 0; status == RJQ_OK && i < n && i < 8; i++) {
+        const rjq_dep_outcome *o = rjq_dep_outcome_get(deps, i);
+        snprintf(rd->line[i], sizeof rd->line[i], "%s:%s %s %s", o->queue, o->id, o->state,
+                 o->counted);
+    }
+    rd->ran++;
+}
+
+deps_lines dependencies_of(struct event_base *base, rjq_queue *q, const char *id) {
+    deps_lines rd;
+    memset(&rd, 0, sizeof rd);
+    ASSERT_OK(rjq_queue_get_dependencies(q, id, on_deps_lines, &rd));
+    ASSERT(loop_until_count(base, &rd.ran, 1, 10000));
+    return rd;
+}
+
+void on_dents_list(rjq_client *c, int status, const rjq_dep *list, size_t n, void *data) {
+    (void)c;
+    dents_list *rd = data;
+    rd->status = status;
+    rd->n = n;
+    rd->list[0] = '\0';
+    for (size_t i = 0; status == RJQ_OK && i < n; i++) {
+        size_t at = strlen(rd->list);
+        snprintf(rd->list + at, sizeof rd->list - at, "%s%s %s", i ? "," : "", list[i].queue,
+                 list[i].id);
+    }
+    rd->ran++;
+}
+
+dents_list dependents_of(struct event_base *base, rjq_queue *q, const char *id) {
+    dents_list rd;
+    memset(&rd, 0, sizeof rd);
+    ASSERT_OK(rjq_queue_get_dependents(q, id, on_dents_list, &rd));
+    ASSERT(loop_until_count(base, &rd.ran, 1, 10000));
+    return rd;
+}
+
+void note_id(char *list, size_t size, const char *id) {
+    if (strlen(list) + strlen(id) + 2 < size) {
+        if (list[0]) strcat(list, ",");
+        strcat(list, id);
+    }
+}

@@ -272,26 +272,6 @@ static void on_made(rjq_client *c, int status, const char *id, void *data) {
     if (id) snprintf(m->id, sizeof m->id, "%s", id);
 }
 
-typedef struct got {
-    long calls;
-    int status;
-    char state[16];
-    long long total, completed, dead;
-} got;
-
-static void on_got(rjq_client *c, int status, const rjq_batch_info *info, void *data) {
-    got *g = data;
-    (void)c;
-    g->calls++;
-    g->status = status;
-    if (info) {
-        snprintf(g->state, sizeof g->state, "%s", info->state);
-        g->total = info->total;
-        g->completed = info->completed;
-        g->dead = info->dead;
-    }
-}
-
 /* Members of batch bid of bq on sharded s: with ids and without; sealed;
  * drained by a worker on s; the batch ends completed with each counted. */
 static void batch_on_sharded(struct event_base *base, rjq_queue *bq, rjq_queue *s, int members) {
@@ -314,8 +294,8 @@ static void batch_on_sharded(struct event_base *base, rjq_queue *bq, rjq_queue *
     long sealed = 0;
     ASSERT_OK(rjq_batch_seal(bq, m.id, on_done_ok, &sealed));
     ASSERT(loop_until_count(base, &sealed, 1, 10000));
-    got g = {0};
-    ASSERT_OK(rjq_batch_get(bq, m.id, on_got, &g));
+    batch_got g = {0};
+    ASSERT_OK(rjq_batch_get(bq, m.id, on_batch_got, &g));
     ASSERT(loop_until_count(base, &g.calls, 1, 10000));
     ASSERT_STREQ("pending", g.state);
     ASSERT_EQ(members, g.total);
@@ -323,8 +303,8 @@ static void batch_on_sharded(struct event_base *base, rjq_queue *bq, rjq_queue *
     rjq_worker_options wo = quiet_worker_options(4);
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(s, &wo, complete_it, &r, &w));
-    got done = {0};
-    ASSERT_OK(rjq_batch_await(bq, m.id, 30000, on_got, &done));
+    batch_got done = {0};
+    ASSERT_OK(rjq_batch_await(bq, m.id, 30000, on_batch_got, &done));
     ASSERT(loop_until_count(base, &done.calls, 1, 30000));
     ASSERT_OK(done.status);
     ASSERT_STREQ("completed", done.state);

@@ -289,3 +289,28 @@ void note_id(char *list, size_t size, const char *id) {
         strcat(list, id);
     }
 }
+
+void on_batch_got(rjq_client *c, int status, const rjq_batch_info *info, void *data) {
+    batch_got *g = data;
+    (void)c;
+    g->calls++;
+    g->status = status;
+    if (info) {
+        snprintf(g->state, sizeof g->state, "%s", info->state);
+        g->sealed = info->sealed;
+        g->total = info->total;
+        g->completed = info->completed;
+        g->dead = info->dead;
+        g->cancelled = info->cancelled;
+        g->ended_ms = info->ended_ms;
+        g->on_complete = info->has_on_complete;
+        g->on_success = info->has_on_success;
+    }
+}
+
+batch_got get_batch(struct event_base *base, rjq_queue *bq, const char *bid) {
+    batch_got g = {0};
+    ASSERT_OK(rjq_batch_get(bq, bid, on_batch_got, &g));
+    ASSERT(loop_until_count(base, &g.calls, 1, 10000));
+    return g;
+}

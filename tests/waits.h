@@ -188,4 +188,17 @@ dents_list dependents_of(struct event_base *base, rjq_queue *q, const char *id);
  * (nothing when it would not fit: the list stays whole). */
 void note_id(char *list, size_t size, const char *id);
 
+/* rjq_batch_get / rjq_batch_await as answered (calls counts the answers). */
+typedef struct batch_got {
+    long calls;
+    int status;
+    char state[16];
+    int sealed;
+    long long total, completed, dead, cancelled, ended_ms;
+    int on_complete, on_success;
+} batch_got;
+void on_batch_got(rjq_client *c, int status, const rjq_batch_info *info, void *data);
+/* Batch bid of bq as rjq_batch_get reads it (its status not asserted). */
+batch_got get_batch(struct event_base *base, rjq_queue *bq, const char *bid);
+
 #endif

@@ -69,6 +69,8 @@ grep -qE '^QUEUE +READY +DELAYED +WAITING +ACTIVE +DEAD +DONE ' "$DIR/screen" ||
 "$RJQ_BIN" enqueue waits x --after "alpha:$alpha_one" >/dev/null || die "enqueue --after"
 wait_screen '^waits +0 +0 +1 +0 +0 +0 ' || fail "waits with 1 waiting job"
 grep -qE '^alpha +4 +0 +0 +0 +0 +0 ' "$DIR/screen" || fail "alpha: no job waiting"
+# the totals line adds the queues up: 7 ready (alpha 4, beta 2, gamma 1), 1 waiting
+wait_screen '^\(all queues\) +7 +0 +1 +0 +0 +0 ' || fail "the totals: 7 ready, 1 waiting"
 # pick: the first row is alpha; down picks beta, whose numbers show below
 wait_screen '^alpha: enqueued 4' || fail "alpha picked first"
 "${TMUX_CMD[@]}" send-keys -t top Down

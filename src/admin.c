@@ -172,41 +172,15 @@ int rjq__queue_cancel_one(rjq_queue *q, const char *id, rjq_cancel_cb *cb, void 
     return rc;
 }
 
-/* ---- counts: replay, reclaim ------------------------------------------- */
+/* ---- counts: replay, delete, promote, reclaim ------------------------------ */
 
-/* A count's reply with dependents of other queues to release: reclaim.lua's
- * { count, (id, entry) pairs } (all dead) or delete.lua's { count, outcome,
- * own, pairs } (the first own pairs that outcome, the rest dead). They are
- * released (deps.c); returns the count's element, or NULL when the reply is
- * of the wrong shape. */
-static const redisReply *count_released(rjq_client *c, admin_ctx *ctx, const redisReply *r) {
-    if (r->type != REDIS_REPLY_ARRAY || r->elements < 1) return NULL;
-    size_t first = 1, own = 0;
-    const char *outcome = "dead";
-    if (r->elements >= 3 && r->element[1]->type == REDIS_REPLY_STRING &&
-        r->element[2]->type == REDIS_REPLY_INTEGER) { /* (delete's: an id is no integer) */
-        const redisReply *o = r->element[1];
-        if (o->len == 9 && memcmp(o->str, "cancelled", 9) == 0) outcome = "cancelled";
-        else if (o->len != 4 || memcmp(o->str, "dead", 4) != 0) return NULL;
-        if (r->element[2]->integer < 0 || (size_t)r->element[2]->integer > (r->elements - 3) / 2)
-            return NULL;
-        first = 3;
-        own = (size_t)r->element[2]->integer;
-    }
-    if (!rjq__deps_entries_ok(r, first)) return NULL;
-    if (ctx->q && !rjq__closing(c)) rjq__deps_release_entries(ctx->q, r, first, own, outcome);
-    return r->element[0];
-}
-
-static void on_count(rjq_client *c, int status, redisReply *r, void *priv) {
-    admin_ctx *ctx = priv;
+/* A count's reply, an integer in [-2, max] (-1: no such job, -2: the job
+ * is in another state), to the caller; r NULL: a reply of the wrong shape. */
+static void count_done(rjq_client *c, admin_ctx *ctx, int status, const redisReply *r,
+                       long long max) {
     long long n = 0;
-    if (status == RJQ_OK && r->type == REDIS_REPLY_ARRAY) {
-        r = (redisReply *)count_released(c, ctx, r);
-        if (r == NULL) status = RJQ_EPROTO;
-    }
     if (status == RJQ_OK &&
-        (r->type != REDIS_REPLY_INTEGER || r->integer < -2 || r->integer > RJQ__TIME_MAX))
+        (r == NULL || r->type != REDIS_REPLY_INTEGER || r->integer < -2 || r->integer > max))
         status = RJQ_EPROTO;
     if (status == RJQ_OK) {
         n = r->integer;
@@ -216,6 +190,68 @@ static void on_count(rjq_client *c, int status, redisReply *r, void *priv) {
     }
     if (ctx->cb.count) ctx->cb.count(c, status, n, ctx->data);
     free(ctx);
+}
+
+/* replay, promote, pause, resume, the format, the limits: a count. */
+static void on_count(rjq_client *c, int status, redisReply *r, void *priv) {
+    count_done(c, priv, status, r, RJQ__TIME_MAX);
+}
+
+/* Release the dependents of other queues a count's reply carries, its
+ * (id, entry) pairs from element first on (the first own of them ended
+ * `outcome`, the rest dead: deps.c). */
+static void release_entries(rjq_client *c, admin_ctx *ctx, const redisReply *r, size_t first,
+                            size_t own, const char *outcome) {
+    if (ctx->q && !rjq__closing(c)) rjq__deps_release_entries(ctx->q, r, first, own, outcome);
+}
+
+/* delete.lua's reply: its count (for an id 1, -1 or -2; for a set, 0 to
+ * DELETE_MAX), or, when dependents of other queues are left to release,
+ * { count (1 or more), outcome ('dead' or 'cancelled'), own (0 to the
+ * pairs), (id, dependents entry) pairs }: the first own pairs' jobs ended
+ * that outcome (the deleted ones), the others dead (buried by the release). */
+#define DELETE_MAX 1000 /* (delete.lua's page) */
+static const char *outcome_of(const redisReply *o) {
+    if (o->type != REDIS_REPLY_STRING) return NULL;
+    if (o->len == 9 && memcmp(o->str, "cancelled", 9) == 0) return "cancelled";
+    return o->len == 4 && memcmp(o->str, "dead", 4) == 0 ? "dead" : NULL;
+}
+
+static void on_deleted(rjq_client *c, int status, redisReply *r, void *priv) {
+    admin_ctx *ctx = priv;
+    if (status == RJQ_OK && r->type == REDIS_REPLY_ARRAY) {
+        const redisReply *n = r->elements >= 3 ? r->element[0] : NULL;
+        const redisReply *own = n ? r->element[2] : NULL;
+        const char *outcome = n ? outcome_of(r->element[1]) : NULL;
+        if (outcome == NULL || n->type != REDIS_REPLY_INTEGER || n->integer < 1 ||
+            own->type != REDIS_REPLY_INTEGER || own->integer < 0 ||
+            (unsigned long long)own->integer > (r->elements - 3) / 2 ||
+            !rjq__deps_entries_ok(r, 3)) {
+            r = NULL;
+        } else {
+            release_entries(c, ctx, r, 3, (size_t)own->integer, outcome);
+            r = r->element[0];
+        }
+    }
+    count_done(c, ctx, status, r, DELETE_MAX);
+}
+
+/* reclaim.lua's reply (a call without the sweeper's guard): the count of
+ * jobs reclaimed (0 or more), or, when some of them ended dead with
+ * dependents of other queues, { count, (id, dependents entry) pairs }. */
+static void on_reclaimed(rjq_client *c, int status, redisReply *r, void *priv) {
+    admin_ctx *ctx = priv;
+    if (status == RJQ_OK && r->type == REDIS_REPLY_ARRAY) {
+        if (r->elements < 1 || r->element[0]->type != REDIS_REPLY_INTEGER ||
+            r->element[0]->integer < 0 || !rjq__deps_entries_ok(r, 1)) {
+            r = NULL;
+        } else {
+            release_entries(c, ctx, r, 1, 0, "dead");
+            r = r->element[0];
+        }
+    }
+    if (status == RJQ_OK && r && r->type == REDIS_REPLY_INTEGER && r->integer < 0) r = NULL;
+    count_done(c, ctx, status, r, RJQ__TIME_MAX);
 }
 
 int rjq__queue_replay_one(rjq_queue *q, const char *id, long limit, rjq_count_cb *cb,
@@ -242,7 +278,7 @@ static int send_delete(rjq_queue *q, const char *what, const char *arg, rjq_coun
     rjq__argv_str(&a, arg);
     rjq__argv_ll(&a, rjq__queue_dead_max(q)); /* (dependents buried by their policy) */
     rjq__argv_key(&a, q, RJQ__K_JOB);         /* (its queue's dependents released in the script) */
-    return send_admin(q, RJQ__S_DELETE, on_count, (admin_cb){.count = cb}, data, &a);
+    return send_admin(q, RJQ__S_DELETE, on_deleted, (admin_cb){.count = cb}, data, &a);
 }
 
 int rjq__queue_delete_one(rjq_queue *q, const char *id, rjq_count_cb *cb, void *data) {
@@ -289,7 +325,7 @@ int rjq__queue_reclaim_one(rjq_queue *q, rjq_count_cb *cb, void *data) {
     ctx->id = NULL;
     rjq_client *c = rjq_queue_get_client(q);
     rjq__enter(c);
-    rc = rjq__reclaim_send(q, 0, 0, on_count, ctx);
+    rc = rjq__reclaim_send(q, 0, 0, on_reclaimed, ctx);
     rjq__leave(c);
     if (rc != RJQ_OK) free(ctx);
     return rc;

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # README's table of rjq serve's routes ("| request | answer |") against the
-# query parameters each route takes: the ROUTES list of
-# tests/tool_serve_params.sh, which that test checks against the server's
-# 400 (its "takes" list, route by route). Here, without a server:
+# query parameters each route takes: tools/serve/routes.def, the table the
+# server refuses other parameters by (query_only). Here, without a server:
+# - tests/tool_serve_params.sh's ROUTES, which that test checks against the
+#   server's 400 (its "takes" list, route by route), is that table's list;
 # - every route (but the demo's, rjq.1's only) has a row naming its path
 #   (in full, as `.../{id}/cancel`, or as `/pause` after a sibling's
 #   `POST <parent>/replay`);
@@ -12,11 +13,17 @@
 #   the routes the row covers (no documented parameter the server refuses).
 set -u
 SRC=${RJQ_SOURCE:?RJQ_SOURCE must name the source directory}
-exec /usr/bin/python3 - "$SRC/README.md" "$SRC/tests/tool_serve_params.sh" <<'PY'
+exec /usr/bin/python3 - "$SRC/README.md" "$SRC/tests/tool_serve_params.sh" \
+    "$SRC/tools/serve/routes.def" <<'PY'
 import re, sys
-readme, params_test = sys.argv[1], sys.argv[2]
+readme, params_test, routes_def = sys.argv[1], sys.argv[2], sys.argv[3]
 
-routes = []
+routes = [(m.group(2), m.group(3), m.group(4).split()) for m in
+          re.finditer(r'ROUTE\(\s*(\w+),\s*"(\w+)",\s*"([^"]*)",\s*"([^"]*)"\s*\)',
+                      open(routes_def, encoding='utf-8').read())]
+assert len(routes) > 30, 'ROUTE lines not found in ' + routes_def
+
+tested = []
 inside = False
 for line in open(params_test, encoding='utf-8'):
     if line.startswith('ROUTES=('):
@@ -27,8 +34,8 @@ for line in open(params_test, encoding='utf-8'):
     if inside:
         m = re.match(r'\s*"(\w+) ([^|"]*)\|([^"]*)"', line)
         assert m, 'ROUTES line not read: ' + line
-        routes.append((m.group(1), m.group(2), m.group(3).split()))
-assert len(routes) > 30, 'ROUTES not found in ' + params_test
+        tested.append((m.group(1), m.group(2), m.group(3).split()))
+assert len(tested) > 30, 'ROUTES not found in ' + params_test
 
 rows = []  # [request cell, whole row]
 in_table = False
@@ -71,6 +78,12 @@ def named(row, p):
     return re.search(r'(`%s[`=]|[?&]%s=)' % (p, p), row) is not None
 
 bad = []
+table = set((m, p, ' '.join(t)) for m, p, t in routes)
+listed = set((m, norm(p), ' '.join(t)) for m, p, t in tested)
+for m, p, t in sorted(table - listed):
+    bad.append('%s %s (takes %r): in routes.def, not in tool_serve_params.sh\'s ROUTES' % (m, p, t))
+for m, p, t in sorted(listed - table):
+    bad.append('%s %s (takes %r): in tool_serve_params.sh\'s ROUTES, not in routes.def' % (m, p, t))
 covered = {}  # row index -> the routes it covers
 for method, path, takes in routes:
     if path.startswith('/v1/demo'):

@@ -1924,6 +1924,25 @@ static redisReply *eval_script(redisContext *rc, int script, const char *q, cons
     return r;
 }
 
+/* The script run on queue g answers the integer want. */
+static void assert_script_answers(redisContext *rc, int script, const char *const *args, int nargs,
+                                  long long want) {
+    redisReply *r = eval_script(rc, script, "g", args, nargs);
+    ASSERT_EQ(REDIS_REPLY_INTEGER, r->type);
+    ASSERT_EQ(want, r->integer);
+    freeReplyObject(r);
+}
+
+/* The script run on queue g answers a pair whose first element is the
+ * string first (an enqueue's id). */
+static void assert_script_answers_pair(redisContext *rc, int script, const char *const *args,
+                                       int nargs, const char *first) {
+    redisReply *r = eval_script(rc, script, "g", args, nargs);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 2);
+    ASSERT_STREQ(first, r->element[0]->str);
+    freeReplyObject(r);
+}
+
 /* A refusal that names the field of t:{g}:stats, and nothing written. */
 static void assert_refused_naming(redisContext *rc, redisReply *r, const char *field,
                                   const char *before) {
@@ -2009,13 +2028,10 @@ TEST(fire_with_a_non_numeric_seq_changes_no_schedule_and_names_it) {
                           "b", "1000", spec, "2000", "1", "1000"};
     refused_for_counter(rc, RJQ__S_FIRE, "seq", args, 14);
     set_stats_field(rc, "seq", "0");
-    redisReply *r = eval_script(rc, RJQ__S_FIRE, "g", args, 14);
-    ASSERT_EQ(REDIS_REPLY_INTEGER, r->type);
-    ASSERT_EQ(1, r->integer);
-    freeReplyObject(r);
+    assert_script_answers(rc, RJQ__S_FIRE, args, 14, 1);
     ASSERT_EQ(1, server_int(rc, "HEXISTS t:{g}:payload b@1000"));
     ASSERT_EQ(1, server_int(rc, "ZCARD t:{g}:schednext"));
-    r = server_cmd(rc, "HGET t:{g}:state b@1000"); /* ready, made now (its times) */
+    redisReply *r = server_cmd(rc, "HGET t:{g}:state b@1000"); /* ready, made now (its times) */
     ASSERT(r->type == REDIS_REPLY_STRING && strncmp(r->str, "ready 0 @", 9) == 0);
     freeReplyObject(r);
     redisFree(rc);
@@ -2042,10 +2058,7 @@ TEST(reserve_with_a_non_numeric_counter_counts_nothing_and_names_it) {
         refused_for_counter(rc, RJQ__S_RESERVE, fields[i], args, 2);
         set_stats_field(rc, fields[i], keep);
     }
-    redisReply *r = eval_script(rc, RJQ__S_RESERVE, "g", args, 2);
-    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 2);
-    ASSERT_STREQ("5", r->element[0]->str);
-    freeReplyObject(r);
+    assert_script_answers_pair(rc, RJQ__S_RESERVE, args, 2, "5");
     ASSERT_EQ(9, server_int(rc, "HGET t:{g}:stats seq"));
     redisFree(rc);
     server_stop_guarded(&s);
@@ -2147,14 +2160,11 @@ TEST(limits_with_a_non_numeric_epoch_changes_nothing_and_names_it) {
     }
     refused_on_wrongtype(rc, RJQ__S_LIMITS, "t:{g}:idle", "hash", args, 5);
     freeReplyObject(server_cmd(rc, "HSET t:{g}:meta limits_epoch 2"));
-    redisReply *r = eval_script(rc, RJQ__S_LIMITS, "g", args, 5);
-    ASSERT_EQ(REDIS_REPLY_INTEGER, r->type);
-    ASSERT_EQ(1, r->integer);
-    freeReplyObject(r);
+    assert_script_answers(rc, RJQ__S_LIMITS, args, 5, 1);
     ASSERT_EQ(3, server_int(rc, "HGET t:{g}:meta limits_epoch"));
     ASSERT_EQ(5, server_int(rc, "HGET t:{g}:meta concurrency"));
     const char *older[] = {"t:{g}:wake", "7", "0", "1000", "2"}; /* refused for its epoch */
-    r = eval_script(rc, RJQ__S_LIMITS, "g", older, 5);
+    redisReply *r = eval_script(rc, RJQ__S_LIMITS, "g", older, 5);
     ASSERT_EQ(REDIS_REPLY_INTEGER, r->type);
     ASSERT_EQ(0, r->integer);
     freeReplyObject(r);
@@ -2283,11 +2293,8 @@ TEST(gconf_on_wrongtype_conf_writes_nothing) {
     redisContext *rc = server_connect(&s);
     const char *args[] = {"a", "limits", "2", "1"};
     refused_on_wrongtype(rc, RJQ__S_GCONF, "t:{g}:g:conf", "hash", args, 4);
-    redisReply *r = eval_script(rc, RJQ__S_GCONF, "g", args, 4);
-    ASSERT_EQ(REDIS_REPLY_INTEGER, r->type);
-    ASSERT_EQ(1, r->integer);
-    freeReplyObject(r);
-    r = server_cmd(rc, "HGET t:{g}:g:conf a");
+    assert_script_answers(rc, RJQ__S_GCONF, args, 4, 1);
+    redisReply *r = server_cmd(rc, "HGET t:{g}:g:conf a");
     ASSERT_STREQ("2 1 0", r->str); /* (limit, weight, not paused) */
     freeReplyObject(r);
     redisFree(rc);
@@ -2309,10 +2316,7 @@ TEST(genqueue_on_wrongtype_group_keys_writes_nothing) {
     refused_on_wrongtype(rc, RJQ__S_GENQUEUE, "t:{g}:g:rated", "zset", args, 5);
     refused_for_counter(rc, RJQ__S_GENQUEUE, "gready", args, 5);
     freeReplyObject(server_cmd(rc, "HDEL t:{g}:stats gready"));
-    redisReply *r = eval_script(rc, RJQ__S_GENQUEUE, "g", args, 5);
-    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 2);
-    ASSERT_STREQ("1", r->element[0]->str);
-    freeReplyObject(r);
+    assert_script_answers_pair(rc, RJQ__S_GENQUEUE, args, 5, "1");
     ASSERT_EQ(1, server_int(rc, "LLEN t:{g}:g:r:a"));
     redisFree(rc);
     server_stop_guarded(&s);
@@ -2340,13 +2344,10 @@ TEST(promote_of_a_group_job_on_wrongtype_group_keys_writes_nothing) {
         refused_on_wrongtype(rc, RJQ__S_PROMOTE, keys[i][0], keys[i][1], args, 2);
         freeReplyObject(server_cmd(rc, "HSET t:{g}:g:job j1 a")); /* (the one of them planted) */
     }
-    redisReply *r = eval_script(rc, RJQ__S_PROMOTE, "g", args, 2);
-    ASSERT_EQ(REDIS_REPLY_INTEGER, r->type);
-    ASSERT_EQ(1, r->integer);
-    freeReplyObject(r);
+    assert_script_answers(rc, RJQ__S_PROMOTE, args, 2, 1);
     ASSERT_EQ(0, server_int(rc, "ZCARD t:{g}:g:delayed"));
     ASSERT_EQ(1, server_int(rc, "LLEN t:{g}:g:r:a"));
-    r = server_cmd(rc, "HGET t:{g}:state j1");
+    redisReply *r = server_cmd(rc, "HGET t:{g}:state j1");
     ASSERT(r->type == REDIS_REPLY_STRING && strncmp(r->str, "ready 0", 7) == 0);
     freeReplyObject(r);
     redisFree(rc);

@@ -112,42 +112,8 @@ static long seal(struct event_base *base, rjq_queue *bq, const char *bid) {
     return done;
 }
 
-typedef struct got {
-    long calls;
-    int status;
-    char state[16];
-    int sealed;
-    long long total, completed, dead, cancelled, ended_ms;
-    int on_complete, on_success;
-} got;
-
-static void on_got(rjq_client *c, int status, const rjq_batch_info *info, void *data) {
-    got *g = data;
-    (void)c;
-    g->calls++;
-    g->status = status;
-    if (info) {
-        snprintf(g->state, sizeof g->state, "%s", info->state);
-        g->sealed = info->sealed;
-        g->total = info->total;
-        g->completed = info->completed;
-        g->dead = info->dead;
-        g->cancelled = info->cancelled;
-        g->ended_ms = info->ended_ms;
-        g->on_complete = info->has_on_complete;
-        g->on_success = info->has_on_success;
-    }
-}
-
-static got get_batch(struct event_base *base, rjq_queue *bq, const char *bid) {
-    got g = {0};
-    ASSERT_OK(rjq_batch_get(bq, bid, on_got, &g));
-    ASSERT(loop_until_count(base, &g.calls, 1, 10000));
-    return g;
-}
-
 static int batch_state_is(struct event_base *base, rjq_queue *bq, const char *bid, const char *st) {
-    got g = get_batch(base, bq, bid);
+    batch_got g = get_batch(base, bq, bid);
     return g.status == RJQ_OK && strcmp(g.state, st) == 0;
 }
 
@@ -201,7 +167,7 @@ TEST(sealed_before_its_jobs_finished_enqueues_on_complete_and_on_success_with_co
     added m3 = add_member(e.base, e.q, b.id, q2, NULL, 3600000);
     ASSERT_OK(m3.status);
     ASSERT_EQ(1, seal(e.base, e.q, b.id));
-    got g = get_batch(e.base, e.q, b.id);
+    batch_got g = get_batch(e.base, e.q, b.id);
     ASSERT_OK(g.status);
     ASSERT_STREQ("pending", g.state);
     ASSERT_EQ(1, g.sealed);
@@ -261,7 +227,7 @@ TEST(sealed_after_its_jobs_finished_ends_at_its_seal) {
     for (int i = 0; i < 5; i++) ASSERT_OK(add_member(e.base, e.q, b.id, e.q, NULL, 0).status);
     ASSERT(loop_until_count(e.base, &ran, 5, 10000));
     WAIT_FOR(e.base, get_batch(e.base, e.q, b.id).completed == 5, 10000);
-    got g = get_batch(e.base, e.q, b.id);
+    batch_got g = get_batch(e.base, e.q, b.id);
     ASSERT_STREQ("pending", g.state); /* not sealed: it may get more */
     ASSERT_EQ(0, g.sealed);
     ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{bs}:payload batch:late-seal:complete"));
@@ -306,7 +272,7 @@ TEST(a_dead_member_makes_the_batch_dead_and_skips_on_success) {
     ASSERT_OK(rjq_queue_promote(e.q, "ok1", on_count, &p));
     ASSERT_OK(rjq_worker_start(e.q, &wo, complete_it, &ran, &w));
     WAIT_FOR(e.base, batch_state_is(e.base, e.q, b.id, "dead"), 10000);
-    got g = get_batch(e.base, e.q, b.id);
+    batch_got g = get_batch(e.base, e.q, b.id);
     ASSERT_EQ(1, g.completed);
     ASSERT_EQ(1, g.dead);
     ASSERT_EQ(1, g.cancelled);
@@ -337,7 +303,7 @@ TEST(add_and_release_sent_again_or_out_of_order_count_each_member_once) {
     ASSERT_EQ(0, get_batch(e.base, e.q, "idem").dead);
     ASSERT_EQ(1, add_code(batch_fcall(e.rc, "bi", "add", "idem", "q2", "b", "")));
     ASSERT_EQ(0, release_code(batch_fcall(e.rc, "bi", "release", "idem", "q2", "b", "dead")));
-    got g = get_batch(e.base, e.q, "idem");
+    batch_got g = get_batch(e.base, e.q, "idem");
     ASSERT_EQ(2, g.total);
     ASSERT_EQ(1, g.completed);
     ASSERT_EQ(1, g.dead);
@@ -370,7 +336,7 @@ TEST(bad_batch_calls_are_refused_with_nothing_written) {
     ASSERT_EQ(RJQ_EINVAL, rjq_batch_seal(e.q, NULL, NULL, NULL));
     ASSERT_EQ(RJQ_EINVAL, rjq_batch_seal(e.q, "a b", NULL, NULL));
     ASSERT_EQ(RJQ_EINVAL, rjq_batch_get(e.q, "x", NULL, NULL));
-    ASSERT_EQ(RJQ_EINVAL, rjq_batch_await(e.q, "x", 0, on_got, NULL));
+    ASSERT_EQ(RJQ_EINVAL, rjq_batch_await(e.q, "x", 0, on_batch_got, NULL));
     ASSERT_EQ(RJQ_EINVAL, rjq_batch_enqueue(e.q, "x", NULL, "p", 1, NULL, NULL, NULL));
     ASSERT_EQ(RJQ_EINVAL, rjq_batch_enqueue(e.q, NULL, e.q, "p", 1, NULL, NULL, NULL));
     (void)get_batch(e.base, e.q, "x"); /* (a round trip: anything sent ran by now) */
@@ -396,7 +362,7 @@ TEST(sweep_tells_the_batch_of_a_member_whose_finisher_died_before_telling_it) {
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(qm, &wo, never_runs, NULL, &w));
     WAIT_FOR(e.base, server_int(e.rc, "EXISTS t:{bw-m}:dependents") == 0, 10000);
-    got g = get_batch(e.base, e.q, b.id);
+    batch_got g = get_batch(e.base, e.q, b.id);
     ASSERT_STREQ("completed", g.state);
     ASSERT_EQ(1, g.cancelled);
     ASSERT_EQ(1, server_int(e.rc, "LLEN t:{bw}:ready")); /* on_complete, once */
@@ -464,7 +430,7 @@ TEST(a_worker_killed_between_completion_and_notification_is_replaced_by_the_swee
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(mq, &wo, never_runs, NULL, &w));
     WAIT_FOR(base, server_int(rc, "EXISTS t:{bk-m}:dependents") == 0, 20000);
-    got g = get_batch(base, bq, "killed");
+    batch_got g = get_batch(base, bq, "killed");
     ASSERT_STREQ("completed", g.state);
     ASSERT_EQ(1, g.total);
     ASSERT_EQ(1, g.completed);
@@ -800,7 +766,7 @@ TEST(an_ended_batch_is_kept_for_its_retention_then_deleted_with_its_marks) {
     ASSERT_EQ(1, seal(e.base, e.q, "kept"));
     ASSERT_EQ(1, seal(e.base, e.q, "short"));
     ASSERT(loop_until_count(e.base, &ran, 5, 10000)); /* the three on_complete jobs */
-    got u = get_batch(e.base, e.q, "usual");
+    batch_got u = get_batch(e.base, e.q, "usual");
     ASSERT_OK(u.status);
     ASSERT_EQ(u.ended_ms + 86400000, server_int(e.rc, "ZSCORE t:{br}:batchend usual"));
     ASSERT_EQ(0, server_int(e.rc, "ZSCORE t:{br}:batchend kept")); /* (nil: not listed) */
@@ -895,7 +861,7 @@ TEST(a_members_dependents_name_its_batch_and_the_status_its_completion_jobs) {
     ASSERT_EQ(1, (long long)d.n);
     ASSERT_STREQ("{b}bl", d.queue);
     ASSERT_STREQ("both", d.id);
-    got g = get_batch(e.base, e.q, "both");
+    batch_got g = get_batch(e.base, e.q, "both");
     ASSERT_OK(g.status);
     ASSERT_EQ(1, g.on_complete);
     ASSERT_EQ(1, g.on_success);
@@ -948,7 +914,7 @@ TEST(members_on_other_masters_of_the_cluster_are_counted_once_each) {
     redisContext *rc2 = cluster_connect(&cl, cluster_node_of_key(&cl, key));
     server_cancel_fcall(rc2, names[2], "cut");
     WAIT_FOR(base, batch_state_is(base, bq, b.id, "completed"), 20000);
-    got g = get_batch(base, bq, b.id);
+    batch_got g = get_batch(base, bq, b.id);
     ASSERT_EQ(5, g.total);
     ASSERT_EQ(4, g.completed);
     ASSERT_EQ(1, g.cancelled);
@@ -1021,7 +987,7 @@ TEST(a_batch_of_100000_jobs_ends_once_each_counted_at_a_cost_per_job_of_one) {
     ASSERT_EQ(1, seal(e.base, e.q, b.id));
     ASSERT(loop_until_count(e.base, &ran, BIG, 120000));
     WAIT_FOR(e.base, batch_state_is(e.base, e.q, b.id, "completed"), 60000);
-    got g = get_batch(e.base, e.q, b.id);
+    batch_got g = get_batch(e.base, e.q, b.id);
     ASSERT_EQ(BIG + 1, g.completed); /* (and the probe) */
     ASSERT_EQ(BIG + 1, g.total);
     ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{bg}:payload batch:big:complete"));
@@ -1138,7 +1104,7 @@ TEST(an_allocation_failing_anywhere_in_a_batch_call_ends_it_once) {
         if (failures == 0) break;
         ASSERT(n < 1000);
     }
-    got g = get_batch(e.base, e.q, "oom");
+    batch_got g = get_batch(e.base, e.q, "oom");
     /* every member reported joined counts; one whose callback failed may
      * have joined (a failure after its add was written) or not */
     ASSERT(g.total >= joined && g.total <= sent);

@@ -36,10 +36,7 @@ typedef struct ran {
 static void complete_it(rjq_job *job, void *data) {
     ran *r = data;
     const char *id = rjq_job_get_id(job);
-    if (strlen(r->order) + strlen(id) + 2 < sizeof r->order) {
-        if (r->order[0]) strcat(r->order, ",");
-        strcat(r->order, id);
-    }
+    note_id(r->order, sizeof r->order, id);
     r->n++;
     ASSERT_OK(rjq_job_complete(job, "ok", 2, NULL, NULL));
 }
@@ -518,6 +515,18 @@ static void plant_active(redisContext *rc, const char *q, const char *j) {
     freeReplyObject(server_cmd(rc, "HSET t:{%s}:payload %s x", q, j));
     freeReplyObject(server_cmd(rc, "HSET t:{%s}:state %s %s", q, j, "active 1 tok @1,2,"));
     freeReplyObject(server_cmd(rc, "ZADD t:{%s}:active 99999999999999 %s", q, j));
+}
+
+/* Job a of e's queue as a claim leaves it (plant_active), and job id of
+ * queue other (opened: returned) waiting for it under policy. */
+static rjq_queue *other_waits_on_active_a(test_env *e, const char *other, const char *id,
+                                          int policy) {
+    const char *q = rjq_queue_get_name(e->q);
+    rjq_queue *q2 = open_queue(e, other);
+    plant_active(e->rc, q, "a");
+    rjq_dep on_a = {q, "a"};
+    ASSERT_OK(enqueue_after(e, q2, id, &on_a, 1, policy).status);
+    return q2;
 }
 
 /* Complete job j of queue q, planted by plant_active, as its worker's
@@ -1315,20 +1324,6 @@ TEST(chain_across_three_cluster_masters_runs_in_order_and_reads_outcomes) {
     cluster_stop(&cl);
 }
 
-static void on_deps_read(rjq_client *c, int status, const rjq_dep_outcome *deps, size_t n,
-                         void *data) {
-    (void)c;
-    read_deps *rd = data;
-    rd->status = status;
-    rd->n = n;
-    for (size_t i = 0; status == RJQ_OK && i < n && i < 8; i++) {
-        const rjq_dep_outcome *o = rjq_dep_outcome_get(deps, i);
-        snprintf(rd->line[i], sizeof rd->line[i], "%s:%s %s %s", o->queue, o->id, o->state,
-                 o->counted);
-    }
-    rd->ran++;
-}
-
 /* A server-assigned (all-digit) id names a dependency, and a dependent
  * with one is read (both were refused as invalid job ids: RJQ_EINVAL at
  * the enqueue, 400 on the dashboard's job page of a numbered job). */
@@ -1346,16 +1341,13 @@ TEST(dependency_on_a_server_assigned_id_waits_and_reads) {
     enqueue_wait b = enqueue_job(e.base, e.q, "p", &o); /* itself numbered */
     ASSERT_OK(b.status);
     ASSERT_STREQ("waiting", get_info(e.base, e.q, b.id).state);
-    read_deps rd;
-    memset(&rd, 0, sizeof rd);
-    ASSERT_OK(rjq_queue_get_dependencies(e.q, b.id, on_deps_read, &rd));
-    ASSERT(loop_until_count(e.base, &rd.ran, 1, 10000));
+    deps_lines rd = dependencies_of(e.base, e.q, b.id);
     ASSERT_OK(rd.status);
     ASSERT_EQ(1, (long)rd.n);
     char want[300];
     snprintf(want, sizeof want, "dn:%s delayed pending", a.id);
     ASSERT_STREQ(want, rd.line[0]);
-    ASSERT_EQ(RJQ_EJOBID, rjq_queue_get_dependencies(e.q, "a b", on_deps_read, &rd));
+    ASSERT_EQ(RJQ_EJOBID, rjq_queue_get_dependencies(e.q, "a b", on_deps_lines, &rd));
     env_stop(&e);
 }
 
@@ -1812,10 +1804,7 @@ TEST(delete_of_a_waiting_or_ready_dependency_is_refused_and_its_dependents_wait)
 TEST(purge_or_delete_of_a_dependency_not_yet_released_releases_its_dependents_at_once) {
     test_env e;
     env_start(&e, "pd");
-    rjq_queue *q2 = open_queue(&e, "pd2");
-    plant_active(e.rc, "pd", "a");
-    rjq_dep on_a = {"pd", "a"};
-    ASSERT_OK(enqueue_after(&e, q2, "o", &on_a, 1, RJQ_AFTER_RUN).status);
+    rjq_queue *q2 = other_waits_on_active_a(&e, "pd2", "o", RJQ_AFTER_RUN);
     ASSERT_EQ(5, fail_fcall(e.rc, "pd", "a")); /* dead; its reply told no client */
     ASSERT_STREQ("waiting", get_info(e.base, q2, "o").state);
     count_wait c = {0};
@@ -1940,10 +1929,8 @@ TEST(timeout_to_dead_applies_its_dependents_policies_in_the_reclaim) {
 
 /* The dependencies of job id of queue q as rjq_queue_get_dependencies
  * reads them, into rd. */
-static void read_list(test_env *e, const char *id, read_deps *rd) {
-    memset(rd, 0, sizeof *rd);
-    ASSERT_OK(rjq_queue_get_dependencies(e->q, id, on_deps_read, rd));
-    ASSERT(loop_until_count(e->base, &rd->ran, 1, 10000));
+static void read_list(test_env *e, const char *id, deps_lines *rd) {
+    *rd = dependencies_of(e->base, e->q, id);
     ASSERT_OK(rd->status);
 }
 
@@ -1978,7 +1965,7 @@ TEST(released_job_reads_its_dependencies_as_they_counted_without_its_list_rewrit
     int done = 0;
     ASSERT_OK(rjq_queue_cancel(e.q, "y", on_cancel_wait, &done));
     ASSERT(loop_until(e.base, &done, 5000));
-    read_deps rd;
+    deps_lines rd;
     read_list(&e, "b", &rd);
     ASSERT_EQ(1, (long)rd.n);
     ASSERT_STREQ("rl:a completed completed", rd.line[0]);
@@ -2016,7 +2003,7 @@ TEST(older_one_line_list_without_the_priority_is_released_and_marked) {
     ASSERT(d->type == REDIS_REPLY_STRING);
     ASSERT_STREQ("fail 0\nc ol a", d->str);
     freeReplyObject(d);
-    read_deps rd;
+    deps_lines rd;
     read_list(&e, "b", &rd);
     ASSERT_EQ(1, (long)rd.n);
     ASSERT_STREQ("ol:a completed completed", rd.line[0]);
@@ -2123,10 +2110,7 @@ static redisReply *watch_fcall(redisContext *rc, const char *q, const char *id, 
 TEST(other_queue_release_costs_a_fixed_number_of_commands_and_counts_once) {
     test_env e;
     env_start(&e, "oa");
-    rjq_queue *q2 = open_queue(&e, "ob");
-    plant_active(e.rc, "oa", "a");
-    rjq_dep on_a = {"oa", "a"};
-    ASSERT_OK(enqueue_after(&e, q2, "b", &on_a, 1, RJQ_AFTER_FAIL).status);
+    rjq_queue *q2 = other_waits_on_active_a(&e, "ob", "b", RJQ_AFTER_FAIL);
     ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{oa}:dependents a")); /* (deps_watch went) */
     const char *one[] = {"a"};
     redisReply *r = complete_fcall(e.rc, "oa", one, 1);
@@ -2273,10 +2257,7 @@ TEST(release_burying_past_the_dead_cap_refuses_a_wrongly_typed_options_column_wi
 TEST(dead_dependency_past_the_dead_cap_is_kept_until_its_dependent_is_released) {
     test_env e;
     env_start(&e, "tc");
-    rjq_queue *q2 = open_queue(&e, "tc2");
-    plant_active(e.rc, "tc", "a");
-    rjq_dep on_a = {"tc", "a"};
-    ASSERT_OK(enqueue_after(&e, q2, "p", &on_a, 1, RJQ_AFTER_FAIL).status);
+    rjq_queue *q2 = other_waits_on_active_a(&e, "tc2", "p", RJQ_AFTER_FAIL);
     ASSERT_EQ(5, fail_capped(e.rc, "tc", "a", "1")); /* dead; p left to the (dead) client */
     plant_active(e.rc, "tc", "b");
     ASSERT_EQ(2, fail_capped(e.rc, "tc", "b", "1")); /* past the cap of 1 */
@@ -2370,10 +2351,7 @@ TEST(cancelled_dependency_past_the_cancelled_cap_is_kept_until_its_dependent_is_
 TEST(completed_dependency_past_the_retention_cap_is_kept_until_its_dependent_is_released) {
     test_env e;
     env_start(&e, "tk");
-    rjq_queue *q2 = open_queue(&e, "tk2");
-    plant_active(e.rc, "tk", "a");
-    rjq_dep on_a = {"tk", "a"};
-    ASSERT_OK(enqueue_after(&e, q2, "p", &on_a, 1, RJQ_AFTER_FAIL).status);
+    rjq_queue *q2 = other_waits_on_active_a(&e, "tk2", "p", RJQ_AFTER_FAIL);
     redisReply *r = complete_planted(e.rc, "tk", "a", "-1", "1");
     ASSERT(r->type == REDIS_REPLY_ARRAY && r->element[0]->integer == 3); /* p left to the client */
     freeReplyObject(r);

@@ -23,15 +23,9 @@ typedef struct ran {
 static void complete_it(rjq_job *job, void *data) {
     ran *r = data;
     const char *id = rjq_job_get_id(job);
-    if (strlen(r->order) + strlen(id) + 2 < sizeof r->order) {
-        if (r->order[0]) strcat(r->order, ",");
-        strcat(r->order, id);
-    }
+    note_id(r->order, sizeof r->order, id);
     const char *t = rjq_job_get_header(job, "trace");
-    if (strlen(r->traces) + (t ? strlen(t) : 1) + 2 < sizeof r->traces) {
-        if (r->traces[0]) strcat(r->traces, ",");
-        strcat(r->traces, t ? t : "-");
-    }
+    note_id(r->traces, sizeof r->traces, t ? t : "-");
     r->n++;
     ASSERT_OK(rjq_job_complete(job, NULL, 0, NULL, NULL));
 }

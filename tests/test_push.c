@@ -1029,6 +1029,15 @@ static void running_awaited(push_env *e, const char *q, count_wait *w, char *id,
     ASSERT(state_holds_channel(e->env.rc, q, id, v, vn));
 }
 
+/* The worker's held job (running_awaited's, cancelled since) ends: its
+ * completion finds it cancelled, and its callback comes. */
+static void end_cancelled_run(push_env *e) {
+    long ended = 0;
+    ASSERT_OK(rjq_job_complete(e->h.jobs[0], NULL, 0, on_done_any, &ended));
+    e->h.n = 0;
+    ASSERT(loop_until_count(e->env.base, &ended, 1, 5000));
+}
+
 /* Each would leave its producer waiting if the channel in the state were
  * lost: the cancel of a running format-2 job tells it (cancel.lua reads
  * the channel from the state); its await by id adds a watcher (the
@@ -1062,10 +1071,7 @@ TEST(format2_cancel_of_a_running_pushed_job_tells_its_producer_and_its_await_by_
     ASSERT_EQ(RJQ_EJOBCANCELED, first.status);
     ASSERT_EQ(RJQ_EJOBCANCELED, by_id.status);
     ASSERT_EQ(0, server_int(e.env.rc, "HEXISTS t:{fc}:watchers %s", id));
-    long ended = 0; /* (the worker's job ends: its completion finds it cancelled) */
-    ASSERT_OK(rjq_job_complete(e.h.jobs[0], NULL, 0, on_done_any, &ended));
-    e.h.n = 0;
-    ASSERT(loop_until_count(e.env.base, &ended, 1, 5000));
+    end_cancelled_run(&e);
     rjq_client_free(pc);
     push_stop(&e);
 }
@@ -1083,10 +1089,7 @@ TEST(format2_cancel_of_a_running_pushed_job_tells_its_producer) {
     ASSERT_EQ(RJQ_EJOBCANCELED, w.status);
     ASSERT(!state_holds_channel(e.env.rc, "fk", id, v, sizeof v));
     ASSERT(strncmp(v, "cancelled 1 ", 12) == 0);
-    long ended = 0; /* (the worker's job ends: its completion finds it cancelled) */
-    ASSERT_OK(rjq_job_complete(e.h.jobs[0], NULL, 0, on_done_any, &ended));
-    e.h.n = 0;
-    ASSERT(loop_until_count(e.env.base, &ended, 1, 5000));
+    end_cancelled_run(&e);
     push_stop(&e);
 }
 

@@ -315,3 +315,46 @@ TEST(failure_entries_of_the_wrong_shape_end_in_eproto) {
     finish_code_out_of_range(1, RJQ__S_FAIL, "return {5, '', 'q b'}");
     finish_code_out_of_range(1, RJQ__S_FAIL, "return {2, 'a', 'q b'}");
 }
+
+/* rjq_queue_delete's or rjq_queue_reclaim's count as the call gives it
+ * (status, count), the script's reply being `body`'s. */
+static count_wait count_reply(test_env *e, int script, const char *body) {
+    replace_function(e, script, body);
+    count_wait cw = {0};
+    if (script == RJQ__S_DELETE) ASSERT_OK(rjq_queue_delete(e->q, "x", on_count, &cw));
+    else ASSERT_OK(rjq_queue_reclaim(e->q, on_count, &cw));
+    ASSERT(loop_until(e->base, &cw.done, 10000));
+    return cw;
+}
+
+/* delete.lua's reply is its count or { count, outcome, own, (id,
+ * dependents entry)... }, reclaim.lua's its count or { count, (id,
+ * entry)... }: each call reads its own script's shape only (a reply of
+ * the other's shape is no answer: they were told apart by their shape),
+ * and every number in range. */
+TEST(delete_and_reclaim_replies_of_the_other_shape_or_out_of_range_end_in_eproto) {
+    test_env e;
+    env_start(&e, "hostile");
+    count_wait cw = count_reply(&e, RJQ__S_DELETE, "return 5");
+    ASSERT_OK(cw.status);
+    ASSERT_EQ(5, cw.n);
+    /* delete: reclaim's shape, a count over a page or under -2, a count of
+     * 0, an own count over its pairs or negative, another outcome, an
+     * entry without its pair */
+    const char *deletes[] = {"return {1, 'a', 'q b'}",           "return 1001",
+                             "return -3",                        "return {0, 'dead', 0, 'a', 'q b'}",
+                             "return {1, 'dead', 2, 'a', 'q b'}", "return {1, 'dead', -1, 'a', 'q b'}",
+                             "return {1, 'done', 0, 'a', 'q b'}", "return {1, 'dead', 0, 'a'}"};
+    for (size_t i = 0; i < sizeof deletes / sizeof deletes[0]; i++)
+        ASSERT_EQ(RJQ_EPROTO, count_reply(&e, RJQ__S_DELETE, deletes[i]).status);
+    cw = count_reply(&e, RJQ__S_RECLAIM, "return 3");
+    ASSERT_OK(cw.status);
+    ASSERT_EQ(3, cw.n);
+    /* reclaim: delete's shape, a negative count (bare or in the array), an
+     * entry without its pair */
+    const char *reclaims[] = {"return {1, 'dead', 0}", "return -1", "return {-1, 'a', 'q b'}",
+                              "return {1, 'a'}"};
+    for (size_t i = 0; i < sizeof reclaims / sizeof reclaims[0]; i++)
+        ASSERT_EQ(RJQ_EPROTO, count_reply(&e, RJQ__S_RECLAIM, reclaims[i]).status);
+    env_stop(&e);
+}

@@ -35,88 +35,26 @@ typedef struct ran {
 static void complete_it(rjq_job *job, void *data) {
     ran *r = data;
     const char *id = rjq_job_get_id(job);
-    if (strlen(r->order) + strlen(id) + 2 < sizeof r->order) {
-        if (r->order[0]) strcat(r->order, ",");
-        strcat(r->order, id);
-    }
+    note_id(r->order, sizeof r->order, id);
     r->n++;
     char res[80];
     snprintf(res, sizeof res, "r-%s", id);
     ASSERT_OK(rjq_job_complete(job, res, strlen(res), NULL, NULL));
 }
 
-/* Dependencies read: "<queue>:<id> <state> <counted>" per line. */
-typedef struct read_deps {
-    int status;
-    long ran;
-    size_t n;
-    char line[8][160];
-} read_deps;
-
-static void on_deps(rjq_client *c, int status, const rjq_dep_outcome *deps, size_t n, void *data) {
-    (void)c;
-    read_deps *rd = data;
-    rd->status = status;
-    rd->n = n;
-    for (size_t i = 0; status == RJQ_OK && i < n && i < 8; i++) {
-        const rjq_dep_outcome *o = rjq_dep_outcome_get(deps, i);
-        snprintf(rd->line[i], sizeof rd->line[i], "%s:%s %s %s", o->queue, o->id, o->state,
-                 o->counted);
-    }
-    rd->ran++;
-}
-
-static read_deps dependencies_of(struct event_base *base, rjq_queue *q, const char *id) {
-    read_deps rd;
-    memset(&rd, 0, sizeof rd);
-    ASSERT_OK(rjq_queue_get_dependencies(q, id, on_deps, &rd));
-    ASSERT(loop_until_count(base, &rd.ran, 1, 10000));
-    return rd;
-}
-
-/* Dependents read: "<queue> <id>" joined with ",". */
-typedef struct read_dents {
-    int status;
-    long ran;
-    size_t n;
-    char list[512];
-} read_dents;
-
-static void on_dents(rjq_client *c, int status, const rjq_dep *list, size_t n, void *data) {
-    (void)c;
-    read_dents *rd = data;
-    rd->status = status;
-    rd->n = n;
-    rd->list[0] = '\0';
-    for (size_t i = 0; status == RJQ_OK && i < n; i++) {
-        size_t at = strlen(rd->list);
-        snprintf(rd->list + at, sizeof rd->list - at, "%s%s %s", i ? "," : "", list[i].queue,
-                 list[i].id);
-    }
-    rd->ran++;
-}
-
-static read_dents dependents_of(struct event_base *base, rjq_queue *q, const char *id) {
-    read_dents rd;
-    memset(&rd, 0, sizeof rd);
-    ASSERT_OK(rjq_queue_get_dependents(q, id, on_dents, &rd));
-    ASSERT(loop_until_count(base, &rd.ran, 1, 10000));
-    return rd;
-}
-
 /* Both at once (rjq_queue_get_job_deps): the dependencies' lines as
- * on_deps, the dependents' as on_dents. */
+ * on_deps_lines, the dependents' as on_dents_list. */
 typedef struct read_both {
-    read_deps d;
-    read_dents t;
+    deps_lines d;
+    dents_list t;
     long ran;
 } read_both;
 
 static void on_both(rjq_client *c, int status, const rjq_dep_outcome *deps, size_t n,
                     const rjq_dep *list, size_t nd, void *data) {
     read_both *rb = data;
-    on_deps(c, status, deps, n, &rb->d);
-    on_dents(c, status, list, nd, &rb->t);
+    on_deps_lines(c, status, deps, n, &rb->d);
+    on_dents_list(c, status, list, nd, &rb->t);
     rb->ran++;
 }
 
@@ -143,7 +81,7 @@ static int state_is(struct event_base *base, rjq_queue *q, const char *id, const
 /* A handler that reads its job's dependencies (rjq_job_dependencies: the
  * job's queue is its shard's), then completes it. */
 typedef struct reader {
-    read_deps rd[4];
+    deps_lines rd[4];
     long n;
 } reader;
 
@@ -156,7 +94,7 @@ static void on_job_deps(rjq_client *c, int status, const rjq_dep_outcome *deps, 
                         void *data) {
     reading *x = data;
     reader *r = x->r;
-    if (r->n < 4) on_deps(c, status, deps, n, &r->rd[r->n]);
+    if (r->n < 4) on_deps_lines(c, status, deps, n, &r->rd[r->n]);
     r->n++;
     ASSERT_OK(rjq_job_complete(x->job, "ok", 2, NULL, NULL));
     free(x);
@@ -186,7 +124,7 @@ TEST(dependent_on_a_sharded_queue_is_read_through_the_queue_and_by_its_handler) 
     ASSERT_STREQ("waiting", get_info(e.base, s, anon.id).state);
     /* read through the sharded handle: the id's shard (it answered
      * RJQ_ESHARDED, "sharded queues take none") */
-    read_deps rd = dependencies_of(e.base, s, "b");
+    deps_lines rd = dependencies_of(e.base, s, "b");
     ASSERT_OK(rd.status);
     ASSERT_EQ(1, (long)rd.n);
     ASSERT_STREQ("sdp_a:a delayed pending", rd.line[0]);
@@ -194,17 +132,17 @@ TEST(dependent_on_a_sharded_queue_is_read_through_the_queue_and_by_its_handler) 
     ASSERT_OK(rd.status);
     ASSERT_EQ(1, (long)rd.n);
     /* a's dependents name the shards holding them */
-    read_dents dn = dependents_of(e.base, e.q, "a");
+    dents_list dn = dependents_of(e.base, e.q, "a");
     ASSERT_OK(dn.status);
     ASSERT_EQ(2, (long)dn.n);
     char want[256];
     snprintf(want, sizeof want, "%s b", shard_name(e.base, s, "b"));
     ASSERT(strstr(dn.list, want) != NULL);
     /* a server-assigned id names a job of one shard: refused, no callback */
-    ASSERT_EQ(RJQ_ESHARDED, rjq_queue_get_dependencies(s, "12", on_deps, &rd));
+    ASSERT_EQ(RJQ_ESHARDED, rjq_queue_get_dependencies(s, "12", on_deps_lines, &rd));
     ASSERT(strstr(rjq_client_get_errmsg(e.c), "server-assigned") != NULL);
-    ASSERT_EQ(RJQ_ESHARDED, rjq_queue_get_dependents(s, "12", on_dents, &dn));
-    ASSERT_EQ(RJQ_EJOBID, rjq_queue_get_dependencies(s, "", on_deps, &rd));
+    ASSERT_EQ(RJQ_ESHARDED, rjq_queue_get_dependents(s, "12", on_dents_list, &dn));
+    ASSERT_EQ(RJQ_EJOBID, rjq_queue_get_dependencies(s, "", on_deps_lines, &rd));
     /* both at once, through the sharded handle: the id's shard */
     read_both rb;
     memset(&rb, 0, sizeof rb);
@@ -251,12 +189,12 @@ TEST(dependency_on_a_sharded_queue_registers_with_its_shard_and_is_released_by_i
     rjq_dep on_a = {"sdo_s", "a"};
     ASSERT_OK(enqueue_after(e.base, e.q, "b", &on_a, 1).status);
     ASSERT_STREQ("waiting", get_info(e.base, e.q, "b").state);
-    read_deps rd = dependencies_of(e.base, e.q, "b");
+    deps_lines rd = dependencies_of(e.base, e.q, "b");
     ASSERT_OK(rd.status);
     char want[256];
     snprintf(want, sizeof want, "%s:a delayed pending", sa); /* recorded as its shard */
     ASSERT_STREQ(want, rd.line[0]);
-    read_dents dn = dependents_of(e.base, s, "a");
+    dents_list dn = dependents_of(e.base, s, "a");
     ASSERT_OK(dn.status);
     ASSERT_STREQ("sdo_d b", dn.list);
     ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{sdo_s}:dependents"));
@@ -360,26 +298,6 @@ static void on_made(rjq_client *c, int status, const char *id, void *data) {
     if (id) snprintf(m->id, sizeof m->id, "%s", id);
 }
 
-typedef struct got {
-    long calls;
-    int status;
-    char state[16];
-    long long total, completed, dead;
-} got;
-
-static void on_got(rjq_client *c, int status, const rjq_batch_info *info, void *data) {
-    got *g = data;
-    (void)c;
-    g->calls++;
-    g->status = status;
-    if (info) {
-        snprintf(g->state, sizeof g->state, "%s", info->state);
-        g->total = info->total;
-        g->completed = info->completed;
-        g->dead = info->dead;
-    }
-}
-
 /* Members of batch bid of bq on sharded s: with ids and without; sealed;
  * drained by a worker on s; the batch ends completed with each counted. */
 static void batch_on_sharded(struct event_base *base, rjq_queue *bq, rjq_queue *s, int members) {
@@ -402,8 +320,8 @@ static void batch_on_sharded(struct event_base *base, rjq_queue *bq, rjq_queue *
     long sealed = 0;
     ASSERT_OK(rjq_batch_seal(bq, m.id, on_done_ok, &sealed));
     ASSERT(loop_until_count(base, &sealed, 1, 10000));
-    got g = {0};
-    ASSERT_OK(rjq_batch_get(bq, m.id, on_got, &g));
+    batch_got g = {0};
+    ASSERT_OK(rjq_batch_get(bq, m.id, on_batch_got, &g));
     ASSERT(loop_until_count(base, &g.calls, 1, 10000));
     ASSERT_STREQ("pending", g.state);
     ASSERT_EQ(members, g.total);
@@ -411,8 +329,8 @@ static void batch_on_sharded(struct event_base *base, rjq_queue *bq, rjq_queue *
     rjq_worker_options wo = quiet_worker_options(4);
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(s, &wo, complete_it, &r, &w));
-    got done = {0};
-    ASSERT_OK(rjq_batch_await(bq, m.id, 30000, on_got, &done));
+    batch_got done = {0};
+    ASSERT_OK(rjq_batch_await(bq, m.id, 30000, on_batch_got, &done));
     ASSERT(loop_until_count(base, &done.calls, 1, 30000));
     ASSERT_OK(done.status);
     ASSERT_STREQ("completed", done.state);
@@ -482,7 +400,7 @@ TEST(flow_with_a_sharded_parent_and_children_runs_the_parent_last) {
     ASSERT_OK(f.status);
     ASSERT_STREQ("fp", f.parent);
     ASSERT_STREQ("waiting", get_info(e.base, s, "fp").state);
-    read_deps rd = dependencies_of(e.base, s, "fp");
+    deps_lines rd = dependencies_of(e.base, s, "fp");
     ASSERT_OK(rd.status);
     ASSERT_EQ(3, (long)rd.n);
     char want[256];
@@ -551,7 +469,7 @@ TEST(chain_through_a_sharded_queue_on_three_cluster_masters) {
     ASSERT_STREQ("waiting", get_info(base, p, "d").state);
     ASSERT(cluster_master_of_shard(&cl, s, shard_holding(base, s, "a")) !=
            cluster_master_of_shard(&cl, s, shard_holding(base, s, cid)));
-    read_deps rd = dependencies_of(base, s, cid);
+    deps_lines rd = dependencies_of(base, s, cid);
     ASSERT_OK(rd.status);
     char want[256];
     snprintf(want, sizeof want, "%s:b waiting pending", pn);

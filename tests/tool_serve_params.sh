@@ -27,7 +27,9 @@ get -X POST "$BASE/v1/queues/pq/search?text=hello"
 [ "$CODE" = 202 ] || { fail "search: $CODE $BODY"; exit 1; }
 SID=$("$PY" -c 'import json,sys; print(json.loads(sys.argv[1])["search"])' "$BODY")
 
-# each route: METHOD PATH and the parameters it takes (in that order)
+# each route: METHOD PATH and the parameters it takes (in that order); the
+# server's table of them is tools/serve/routes.def (serve_params_documented
+# checks this list is that table's)
 ROUTES=(
     "GET /healthz|"
     "GET /metrics|"

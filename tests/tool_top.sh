@@ -37,7 +37,7 @@ export RJQ_URL=$redis_url
 # shellcheck source=tests/top_helpers.bash
 . "$(dirname "${BASH_SOURCE[0]}")/top_helpers.bash"
 
-"$RJQ_BIN" enqueue alpha one >/dev/null || die "enqueue"
+alpha_one=$("$RJQ_BIN" enqueue alpha one) || die "enqueue"
 for p in one two; do "$RJQ_BIN" enqueue beta "$p" >/dev/null || die "enqueue"; done
 "$RJQ_BIN" stats looked-at >/dev/null 2>&1 # only looked at: not a queue of the view
 # a registry entry no queue can have (written by someone else): not shown
@@ -62,6 +62,15 @@ wait_screen '^alpha .*PAUSED' || fail "alpha paused"
 "$RJQ_BIN" enqueue gamma x >/dev/null
 wait_screen '^gamma +1 ' || fail "gamma appears"
 wait_screen "3 queues" || fail "the header counts 3 queues"
+# a job waiting for its dependency (alpha's first job: paused, never run)
+# counts in the WAITING column, between DELAYED and ACTIVE
+grep -qE '^QUEUE +READY +DELAYED +WAITING +ACTIVE +DEAD +DONE ' "$DIR/screen" ||
+    fail "the header names the WAITING column"
+"$RJQ_BIN" enqueue waits x --after "alpha:$alpha_one" >/dev/null || die "enqueue --after"
+wait_screen '^waits +0 +0 +1 +0 +0 +0 ' || fail "waits with 1 waiting job"
+grep -qE '^alpha +4 +0 +0 +0 +0 +0 ' "$DIR/screen" || fail "alpha: no job waiting"
+# the totals line adds the queues up: 7 ready (alpha 4, beta 2, gamma 1), 1 waiting
+wait_screen '^\(all queues\) +7 +0 +1 +0 +0 +0 ' || fail "the totals: 7 ready, 1 waiting"
 # pick: the first row is alpha; down picks beta, whose numbers show below
 wait_screen '^alpha: enqueued 4' || fail "alpha picked first"
 "${TMUX_CMD[@]}" send-keys -t top Down
@@ -78,10 +87,10 @@ if [ -x "$WORKER" ]; then
         sleep 0.1
     done
     for p in a b c; do "$RJQ_BIN" enqueue timed "sleep:150:$p" >/dev/null; done
-    wait_screen '^timed +0 +0 +0 +0 +3 ' || fail "timed's 3 jobs done"
+    wait_screen '^timed +0 +0 +0 +0 +0 +3 ' || fail "timed's 3 jobs done"
     # the columns keep the mean of the last jobs seen: wait a few ms, run ~150
     # (the run time is a difference of whole-ms event stamps: 150 ms can show as 149)
-    awk '$1 == "timed" && $11 + 0 >= 140 && $11 + 0 < 1000 && $10 ~ /^[0-9.]+$/ { ok = 1 }
+    awk '$1 == "timed" && $12 + 0 >= 140 && $12 + 0 < 1000 && $11 ~ /^[0-9.]+$/ { ok = 1 }
          END { exit !ok }' "$DIR/screen" || fail "timed's WAIT and RUN ms columns"
     "${TMUX_CMD[@]}" send-keys -t top Down Down
     wait_screen '^timed: enqueued 3' || fail "down down picks timed"
@@ -103,7 +112,7 @@ fi
 for id in a b c d; do "$RJQ_BIN" enqueue sh x --id "$id" >/dev/null || die "enqueue"; done
 wait_screen '^sh +4 +0 +0 +0 +0 ' || fail "the sharded queue sh with its 4 jobs, summed"
 grep -q '^sh~' "$DIR/screen" && fail "a shard listed as a queue"
-wait_screen "5 queues" || fail "the header counts sh once (alpha, beta, gamma, timed, sh)"
+wait_screen "6 queues" || fail "the header counts sh once (alpha, beta, gamma, waits, timed, sh)"
 # a sharded queue's wait and run times: a monitor per shard, its jobs timed
 # per shard and shown in its row as a plain queue's
 if [ -x "$WORKER" ]; then
@@ -118,10 +127,10 @@ if [ -x "$WORKER" ]; then
         sleep 0.1
     done
     for id in a b c; do "$RJQ_BIN" enqueue shtimed "sleep:150:$id" --id "t-$id" >/dev/null; done
-    wait_screen '^shtimed +0 +0 +0 +0 +3 ' || fail "shtimed's 3 jobs done"
-    awk '$1 == "shtimed" && $11 + 0 >= 140 && $11 + 0 < 1000 && $10 ~ /^[0-9.]+$/ { ok = 1 }
+    wait_screen '^shtimed +0 +0 +0 +0 +0 +3 ' || fail "shtimed's 3 jobs done"
+    awk '$1 == "shtimed" && $12 + 0 >= 140 && $12 + 0 < 1000 && $11 ~ /^[0-9.]+$/ { ok = 1 }
          END { exit !ok }' "$DIR/screen" || fail "shtimed's WAIT and RUN ms columns"
-    # (rows by name: timed, picked, is the last; shtimed the row above it)
+    # (rows by name: shtimed is the row above timed, picked)
     "${TMUX_CMD[@]}" send-keys -t top Up
     wait_screen '^shtimed: enqueued 3' || fail "up picks shtimed"
     wait_screen 'wait p50 <=[0-9.]+m?s p99 <=[0-9.]+m?s \(3 jobs\), run p50 <=(250|500)ms p99 <=(250|500)ms \(3 runs\)' ||

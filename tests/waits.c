@@ -239,3 +239,78 @@ void hold_last_handler(rjq_job *job, void *data) {
     h->job = job;
     h->started++;
 }
+
+void on_deps_lines(rjq_client *c, int status, const rjq_dep_outcome *deps, size_t n, void *data) {
+    (void)c;
+    deps_lines *rd = data;
+    rd->status = status;
+    rd->n = n;
+    for (size_t i = 0; status == RJQ_OK && i < n && i < 8; i++) {
+        const rjq_dep_outcome *o = rjq_dep_outcome_get(deps, i);
+        snprintf(rd->line[i], sizeof rd->line[i], "%s:%s %s %s", o->queue, o->id, o->state,
+                 o->counted);
+    }
+    rd->ran++;
+}
+
+deps_lines dependencies_of(struct event_base *base, rjq_queue *q, const char *id) {
+    deps_lines rd;
+    memset(&rd, 0, sizeof rd);
+    ASSERT_OK(rjq_queue_get_dependencies(q, id, on_deps_lines, &rd));
+    ASSERT(loop_until_count(base, &rd.ran, 1, 10000));
+    return rd;
+}
+
+void on_dents_list(rjq_client *c, int status, const rjq_dep *list, size_t n, void *data) {
+    (void)c;
+    dents_list *rd = data;
+    rd->status = status;
+    rd->n = n;
+    rd->list[0] = '\0';
+    for (size_t i = 0; status == RJQ_OK && i < n; i++) {
+        size_t at = strlen(rd->list);
+        snprintf(rd->list + at, sizeof rd->list - at, "%s%s %s", i ? "," : "", list[i].queue,
+                 list[i].id);
+    }
+    rd->ran++;
+}
+
+dents_list dependents_of(struct event_base *base, rjq_queue *q, const char *id) {
+    dents_list rd;
+    memset(&rd, 0, sizeof rd);
+    ASSERT_OK(rjq_queue_get_dependents(q, id, on_dents_list, &rd));
+    ASSERT(loop_until_count(base, &rd.ran, 1, 10000));
+    return rd;
+}
+
+void note_id(char *list, size_t size, const char *id) {
+    if (strlen(list) + strlen(id) + 2 < size) {
+        if (list[0]) strcat(list, ",");
+        strcat(list, id);
+    }
+}
+
+void on_batch_got(rjq_client *c, int status, const rjq_batch_info *info, void *data) {
+    batch_got *g = data;
+    (void)c;
+    g->calls++;
+    g->status = status;
+    if (info) {
+        snprintf(g->state, sizeof g->state, "%s", info->state);
+        g->sealed = info->sealed;
+        g->total = info->total;
+        g->completed = info->completed;
+        g->dead = info->dead;
+        g->cancelled = info->cancelled;
+        g->ended_ms = info->ended_ms;
+        g->on_complete = info->has_on_complete;
+        g->on_success = info->has_on_success;
+    }
+}
+
+batch_got get_batch(struct event_base *base, rjq_queue *bq, const char *bid) {
+    batch_got g = {0};
+    ASSERT_OK(rjq_batch_get(bq, bid, on_batch_got, &g));
+    ASSERT(loop_until_count(base, &g.calls, 1, 10000));
+    return g;
+}

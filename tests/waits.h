@@ -161,4 +161,44 @@ void hold_last_handler(rjq_job *job, void *data);
 /* A job handler for a worker that must run nothing: a job run fails the test. */
 void never_runs(rjq_job *job, void *data);
 
+/* rjq_queue_get_dependencies as read: a line "<queue>:<id> <state>
+ * <counted>" a dependency (the first 8). */
+typedef struct deps_lines {
+    int status;
+    long ran;
+    size_t n;
+    char line[8][160];
+} deps_lines;
+void on_deps_lines(rjq_client *c, int status, const rjq_dep_outcome *deps, size_t n, void *data);
+/* The dependencies of job id of q (its status not asserted). */
+deps_lines dependencies_of(struct event_base *base, rjq_queue *q, const char *id);
+
+/* rjq_queue_get_dependents as read: "<queue> <id>" joined with ",". */
+typedef struct dents_list {
+    int status;
+    long ran;
+    size_t n;
+    char list[512];
+} dents_list;
+void on_dents_list(rjq_client *c, int status, const rjq_dep *list, size_t n, void *data);
+/* The dependents of job id of q (its status not asserted). */
+dents_list dependents_of(struct event_base *base, rjq_queue *q, const char *id);
+
+/* Append id to list, a ","-separated list in a buffer of size bytes
+ * (nothing when it would not fit: the list stays whole). */
+void note_id(char *list, size_t size, const char *id);
+
+/* rjq_batch_get / rjq_batch_await as answered (calls counts the answers). */
+typedef struct batch_got {
+    long calls;
+    int status;
+    char state[16];
+    int sealed;
+    long long total, completed, dead, cancelled, ended_ms;
+    int on_complete, on_success;
+} batch_got;
+void on_batch_got(rjq_client *c, int status, const rjq_batch_info *info, void *data);
+/* Batch bid of bq as rjq_batch_get reads it (its status not asserted). */
+batch_got get_batch(struct event_base *base, rjq_queue *bq, const char *bid);
+
 #endif

@@ -18,6 +18,9 @@
  * wait and run times come from a monitor per shard, the jobs keyed per
  * shard (server-assigned ids repeat across shards), observed in the row.
  *
+ * A bold line under the header adds up every queue's depths, completions
+ * and rates (the queues whose numbers came).
+ *
  * Keys: up/down (or k/j) pick a queue, whose every number shows at the
  * bottom, with its last minutes from the stored history (README "History":
  * every process's counts, across restarts of top) and its busiest job
@@ -168,11 +171,34 @@ static void draw(top *t) {
     attron(A_BOLD);
     put_line(0, "rjq top: %zu%s queue%s, refresh %ld ms   (up/down: pick, q: quit)", t->n,
              t->n == MAX_QUEUES ? " (the first)" : "", t->n == 1 ? "" : "s", t->interval_ms);
-    put_line(2, "%-24s %9s %9s %9s %9s %9s %8s %8s %8s %8s %8s  %s", "QUEUE", "READY",
-             "DELAYED", "ACTIVE", "DEAD", "DONE", "IN/s", "DONE/s", "FAIL/s", "WAIT ms", "RUN ms",
-             "DONE/s HISTORY");
+    put_line(2, "%-24s %9s %9s %9s %9s %9s %9s %8s %8s %8s %8s %8s  %s", "QUEUE", "READY",
+             "DELAYED", "WAITING", "ACTIVE", "DEAD", "DONE", "IN/s", "DONE/s", "FAIL/s", "WAIT ms",
+             "RUN ms", "DONE/s HISTORY");
+    /* the totals: every queue's numbers that came, added up */
+    rjq_stats sum;
+    double in = 0, done = 0, fail = 0;
+    size_t counted = 0;
+    memset(&sum, 0, sizeof sum);
+    for (size_t i = 0; i < t->n; i++) {
+        const row *r = t->rows[i];
+        if (!r->have) continue;
+        counted++;
+        sum.ready += r->s.ready;
+        sum.delayed += r->s.delayed;
+        sum.waiting += r->s.waiting;
+        sum.active += r->s.active;
+        sum.dead_depth += r->s.dead_depth;
+        sum.completed += r->s.completed;
+        in += r->in_rate;
+        done += r->done_rate;
+        fail += r->fail_rate;
+    }
+    if (counted > 0)
+        put_line(3, "%-24s %9lld %9lld %9lld %9lld %9lld %9lld %8.1f %8.1f %8.1f", "(all queues)",
+                 sum.ready, sum.delayed, sum.waiting, sum.active, sum.dead_depth, sum.completed, in,
+                 done, fail);
     attroff(A_BOLD);
-    int first = 3, room = h - first - 6;
+    int first = 4, room = h - first - 6;
     int top_row = t->sel >= room ? t->sel - room + 1 : 0;
     for (int i = 0; i < room && (size_t)(top_row + i) < t->n; i++) {
         const row *r = t->rows[top_row + i];
@@ -180,8 +206,8 @@ static void draw(top *t) {
         ms_cell(r->wait_ms, wait, sizeof wait);
         ms_cell(r->run_ms, run, sizeof run);
         int len = r->have ? snprintf(line, sizeof line,
-                                     "%-24.24s %9lld %9lld %9lld %9lld %9lld %8.1f %8.1f %8.1f %8s %8s",
-                                     r->name, r->s.ready, r->s.delayed, r->s.active,
+                                     "%-24.24s %9lld %9lld %9lld %9lld %9lld %9lld %8.1f %8.1f %8.1f %8s %8s",
+                                     r->name, r->s.ready, r->s.delayed, r->s.waiting, r->s.active,
                                      r->s.dead_depth, r->s.completed, r->in_rate, r->done_rate,
                                      r->fail_rate, wait, run)
                           : snprintf(line, sizeof line, "%-24.24s %9s", r->name, "...");

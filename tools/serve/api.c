@@ -196,7 +196,7 @@ static void on_processes(rjq_client *cl, int status, const rjq_process *list, si
 
 void api_processes(server *s, struct evhttp_request *req, const struct evkeyvalq *args) {
     long long offset, limit;
-    if (query_only(req, args, "offset limit") == 0 &&
+    if (query_only(req, args, ROUTE_PROCESSES) == 0 &&
         query_ll(req, args, "offset", 0, RJQ_JOBS_OFFSET_MAX, 0, &offset) == 0 &&
         query_ll(req, args, "limit", 1, RJQ_JOBS_PAGE_MAX, RJQ_JOBS_PAGE_MAX, &limit) == 0) {
         call *c = call_new(s, req, NULL, "processes");
@@ -212,7 +212,7 @@ static int by_name(const void *a, const void *b) {
 
 static void list_queues(server *s, struct evhttp_request *req, const struct evkeyvalq *args) {
     long long limit;
-    if (query_only(req, args, "limit after") ||
+    if (query_only(req, args, ROUTE_QUEUES) ||
         query_ll(req, args, "limit", 1, 10000, LIST_DEFAULT, &limit))
         return;
     queues_watch_all(s);
@@ -401,7 +401,7 @@ static void list_jobs(server *s, struct evhttp_request *req, squeue *q,
                       const struct evkeyvalq *args) {
     rjq_job_state st;
     long long offset, limit, rows;
-    if (query_only(req, args, "state offset limit rows after")) return;
+    if (query_only(req, args, ROUTE_JOBS)) return;
     if (job_state_parse(query_get(args, "state"), &st) != 0) {
         reply_error(req, 400, "state must be ready, delayed, active, dead, cancelled or completed");
         return;
@@ -604,7 +604,7 @@ static void list_batches(server *s, struct evhttp_request *req, squeue *q,
                          const struct evkeyvalq *args) {
     const char *st = query_get(args, "state"), *after = query_get(args, "after");
     long long limit;
-    if (query_only(req, args, "state limit after")) return;
+    if (query_only(req, args, ROUTE_BATCHES)) return;
     if (st && strcmp(st, "pending") && strcmp(st, "completed") && strcmp(st, "dead")) {
         reply_error(req, 400, "state must be pending, completed or dead");
         return;
@@ -881,7 +881,7 @@ static void route(server *s, struct evhttp_request *req, const char *rest, int l
         const char *sh = query_get(args, "shards");
         if (!method(req, EVHTTP_REQ_GET)) {
             method_not_allowed(req, "GET");
-        } else if (query_only(req, args, "shards")) {
+        } else if (query_only(req, args, ROUTE_QUEUE)) {
             /* answered */
         } else if (sh && strcmp(sh, "0") && strcmp(sh, "1")) {
             reply_error(req, 400, "shards must be 0 or 1");
@@ -907,23 +907,25 @@ static void route(server *s, struct evhttp_request *req, const char *rest, int l
         rjq_job_state st = RJQ_STATE_DEAD;
         if (strcmp(a, "history") == 0) {
             if (!method(req, EVHTTP_REQ_GET)) method_not_allowed(req, "GET");
-            else if (query_only(req, args, "range buckets") == 0) history_handle(s, req, q, args);
+            else if (query_only(req, args, ROUTE_HISTORY) == 0) history_handle(s, req, q, args);
         } else if (strcmp(a, "settings") == 0) {
             if (!method(req, EVHTTP_REQ_GET)) method_not_allowed(req, "GET");
-            else if (query_only(req, args, "") == 0 &&
+            else if (query_only(req, args, ROUTE_SETTINGS) == 0 &&
                      (c = call_new(s, req, q, "settings")))
                 call_sent(c, rjq_queue_get_stats(q->q, on_settings_stats, c));
         } else if (strcmp(a, "run-now") == 0) {
             if (!method(req, EVHTTP_REQ_POST)) method_not_allowed(req, "POST");
-            else if (query_only(req, args, "") == 0) bulk_run_now(s, req, q);
+            else if (query_only(req, args, ROUTE_RUN_NOW) == 0) bulk_run_now(s, req, q);
         } else if (strcmp(a, "pause") && strcmp(a, "resume") && strcmp(a, "replay") &&
                    strcmp(a, "purge") && strcmp(a, "reclaim")) {
             reply_error(req, 404, "no such route");
         } else if (!method(req, EVHTTP_REQ_POST)) {
             method_not_allowed(req, "POST");
-        } else if (query_only(req, args, strcmp(a, "purge") == 0    ? "state"
-                                         : strcmp(a, "replay") == 0 ? "limit"
-                                                                    : "")) {
+        } else if (query_only(req, args, strcmp(a, "purge") == 0     ? ROUTE_PURGE
+                                         : strcmp(a, "replay") == 0  ? ROUTE_REPLAY
+                                         : strcmp(a, "reclaim") == 0 ? ROUTE_RECLAIM
+                                         : strcmp(a, "pause") == 0   ? ROUTE_PAUSE
+                                                                     : ROUTE_RESUME)) {
             /* answered */
         } else if (strcmp(a, "purge") == 0 &&
                    (job_state_parse(query_get(args, "state"), &st) != 0 ||
@@ -950,11 +952,11 @@ static void route(server *s, struct evhttp_request *req, const char *rest, int l
     } else if (g.n == 3 && strcmp(g.v[1], "batches") == 0) {
         const char *force = query_get(args, "force");
         if (method(req, EVHTTP_REQ_GET)) {
-            if (query_only(req, args, "") == 0 && (c = call_new(s, req, q, "batch")))
+            if (query_only(req, args, ROUTE_BATCH) == 0 && (c = call_new(s, req, q, "batch")))
                 call_sent(c, rjq_batch_get(q->q, g.v[2], on_batch, c));
         } else if (!method(req, EVHTTP_REQ_DELETE)) {
             method_not_allowed(req, "GET, DELETE");
-        } else if (query_only(req, args, "force")) {
+        } else if (query_only(req, args, ROUTE_BATCH_DELETE)) {
             /* answered */
         } else if (force && strcmp(force, "0") && strcmp(force, "1")) {
             reply_error(req, 400, "force must be 0 or 1");
@@ -966,7 +968,7 @@ static void route(server *s, struct evhttp_request *req, const char *rest, int l
         reply_error(req, 404, "no such route");
     } else if (g.n == 3) {
         if ((method(req, EVHTTP_REQ_GET) || method(req, EVHTTP_REQ_DELETE)) &&
-            query_only(req, args, "")) {
+            query_only(req, args, method(req, EVHTTP_REQ_GET) ? ROUTE_JOB : ROUTE_JOB_DELETE)) {
             /* answered */
         } else if (method(req, EVHTTP_REQ_GET)) {
             if ((c = call_new(s, req, q, "job")))
@@ -979,7 +981,7 @@ static void route(server *s, struct evhttp_request *req, const char *rest, int l
         }
     } else if (strcmp(g.v[3], "dependencies") == 0) {
         if (!method(req, EVHTTP_REQ_GET)) method_not_allowed(req, "GET");
-        else if (query_only(req, args, "")) { /* answered */
+        else if (query_only(req, args, ROUTE_JOB_DEPENDENCIES)) { /* answered */
         } else if (strlen(g.v[2]) > RJQ_JOB_ID_MAX) reply_rjq_error(req, RJQ_EJOBID, NULL);
         else if ((c = call_new(s, req, q, "dependencies"))) {
             strcpy(c->job_id, g.v[2]);
@@ -989,12 +991,13 @@ static void route(server *s, struct evhttp_request *req, const char *rest, int l
         }
     } else if (strcmp(g.v[3], "run-now") == 0) {
         if (!method(req, EVHTTP_REQ_POST)) method_not_allowed(req, "POST");
-        else if (query_only(req, args, "") == 0 &&
+        else if (query_only(req, args, ROUTE_JOB_RUN_NOW) == 0 &&
                  (c = call_new(s, req, q, "promoted")))
             call_sent(c, rjq_queue_promote(q->q, g.v[2], on_count, c));
     } else if (strcmp(g.v[3], "cancel") == 0 || strcmp(g.v[3], "replay") == 0) {
         if (!method(req, EVHTTP_REQ_POST)) method_not_allowed(req, "POST");
-        else if (query_only(req, args, "")) { /* answered */
+        else if (query_only(req, args, g.v[3][0] == 'c' ? ROUTE_JOB_CANCEL : ROUTE_JOB_REPLAY)) {
+            /* answered */
         } else if (g.v[3][0] == 'c' && (c = call_new(s, req, q, "cancel")))
             call_sent(c, rjq_queue_cancel(q->q, g.v[2], on_cancel, c));
         else if (g.v[3][0] == 'r' && (c = call_new(s, req, q, "replayed")))

@@ -183,7 +183,7 @@ static void on_enqueued(rjq_client *c, int status, const rjq_enqueued *jobs, siz
 static void enqueue(demo *d, struct evhttp_request *req, const struct evkeyvalq *args) {
     long long n;
     const char *kind = query_get(args, "kind");
-    if (query_only(req, args, "n kind") || query_ll(req, args, "n", 1, ENQUEUE_MAX, 10, &n)) return;
+    if (query_only(req, args, ROUTE_DEMO_ENQUEUE) || query_ll(req, args, "n", 1, ENQUEUE_MAX, 10, &n)) return;
     if (kind == NULL) kind = "email";
     if (strcmp(kind, "email") && strcmp(kind, "thumbnail") && strcmp(kind, "report")) {
         reply_error(req, 400, "kind must be email, thumbnail or report");
@@ -230,14 +230,14 @@ void demo_handle(server *s, struct evhttp_request *req, const char *rest,
     if (d == NULL) {
         reply_error(req, 503, "the demo could not start (out of memory?)");
     } else if (rest[0] == '\0' && (m == EVHTTP_REQ_GET || m == EVHTTP_REQ_HEAD)) {
-        if (query_only(req, args, "") == 0) reply_json(req, 200, demo_json(d));
+        if (query_only(req, args, ROUTE_DEMO) == 0) reply_json(req, 200, demo_json(d));
     } else if (m != EVHTTP_REQ_POST) {
         evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", rest[0] ? "POST" : "GET");
         reply_error(req, 405, "method not allowed here");
     } else if (strcmp(rest, "/enqueue") == 0) {
         enqueue(d, req, args);
     } else if (strcmp(rest, "/pool") == 0) {
-        if (query_only(req, args, "size latency_ms fail_pct hang_pct") == 0 &&
+        if (query_only(req, args, ROUTE_DEMO_POOL) == 0 &&
             query_ll(req, args, "size", 0, 1000, d->size, &size) == 0 &&
             query_ll(req, args, "latency_ms", 0, 60000, d->latency_ms, &latency) == 0 &&
             query_ll(req, args, "fail_pct", 0, 100, d->fail_pct, &fail) == 0 &&
@@ -250,7 +250,7 @@ void demo_handle(server *s, struct evhttp_request *req, const char *rest,
             else reply_rjq_error(req, rc, NULL);
         }
     } else if (strcmp(rest, "/reclaim") == 0) {
-        if (query_only(req, args, "")) return;
+        if (query_only(req, args, ROUTE_DEMO_RECLAIM)) return;
         held *h = calloc(1, sizeof *h);
         int rc = h ? rjq_queue_reclaim(d->q->q, on_reclaimed, h) : RJQ_ENOMEM;
         if (rc != RJQ_OK) {

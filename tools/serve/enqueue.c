@@ -192,8 +192,7 @@ int enqueue_handle(server *s, struct evhttp_request *req, const char *name, sque
     }
     rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
     long long delay, prio, attempts, timeout, dedup, wait;
-    if (query_only(req, args, "id delay priority attempts timeout dedup wait after after_policy "
-                              "group") ||
+    if (query_only(req, args, ROUTE_ENQUEUE) ||
         query_ll(req, args, "delay", 0, RJQ_DELAY_MAX, 0, &delay) ||
         query_ll(req, args, "priority", RJQ_PRIORITY_MIN, RJQ_PRIORITY_MAX, 0, &prio) ||
         query_ll(req, args, "attempts", 1, 1000000, 0, &attempts) ||

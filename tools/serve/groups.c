@@ -225,7 +225,8 @@ void groups_handle(server *s, struct evhttp_request *req, squeue *q, const char 
             reply_error(req, 404, "no such route");
         } else if (evhttp_request_get_command(req) != EVHTTP_REQ_POST) {
             not_allowed(req, "POST");
-        } else if (query_only(req, args, "") == 0) {
+        } else if (query_only(req, args,
+                              action[0] == 'p' ? ROUTE_GROUP_PAUSE : ROUTE_GROUP_RESUME) == 0) {
             gcall *c = gcall_new(s, req, q);
             if (c == NULL) return;
             strcpy(c->group, group);
@@ -239,7 +240,7 @@ void groups_handle(server *s, struct evhttp_request *req, squeue *q, const char 
         return;
     }
     long long offset = 0, limit = 1;
-    if (query_only(req, args, group ? "" : "offset limit")) return;
+    if (query_only(req, args, group ? ROUTE_GROUP : ROUTE_GROUPS)) return;
     if (!group && (query_ll(req, args, "offset", 0, RJQ_JOBS_OFFSET_MAX, 0, &offset) ||
                    query_ll(req, args, "limit", 1, 1000, 20, &limit)))
         return; /* (answered) */

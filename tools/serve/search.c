@@ -267,7 +267,7 @@ static void start(server *s, struct evhttp_request *req, squeue *q,
     const char *text = query_get(args, "text");
     unsigned states;
     long long max, count;
-    if (query_only(req, args, "text states field max count")) return;
+    if (query_only(req, args, ROUTE_SEARCH)) return;
     if (text == NULL || *text == '\0' || strlen(text) > RJQ_SEARCH_BYTES_MAX) {
         reply_error(req, 400, "text must be 1 to %d bytes (what the payloads are searched for)",
                     RJQ_SEARCH_BYTES_MAX);
@@ -358,13 +358,13 @@ void search_handle(server *s, struct evhttp_request *req, squeue *q, const char 
     }
     long long from = 0;
     if (m == EVHTTP_REQ_GET || m == EVHTTP_REQ_HEAD) {
-        if (query_only(req, args, "from") ||
+        if (query_only(req, args, ROUTE_SEARCH_STATUS) ||
             query_ll(req, args, "from", 0, SEARCH_MATCHES_MAX, 0, &from))
             return;
         touch(x);
         reply_json(req, 200, status_json(x, (size_t)from));
     } else if (m == EVHTTP_REQ_DELETE) {
-        if (query_only(req, args, "")) return;
+        if (query_only(req, args, ROUTE_SEARCH_DELETE)) return;
         if (!x->st.done && !x->failed && !x->cancelled) {
             x->cancelled = 1;
             x->ended_at = serve_now_s();

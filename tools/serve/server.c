@@ -164,7 +164,15 @@ static int takes_name(const char *takes, const char *name) {
     return 0;
 }
 
-int query_only(struct evhttp_request *req, const struct evkeyvalq *args, const char *takes) {
+/* Each route's parameters (routes.def), by route_id. */
+static const char *const route_takes[ROUTES_] = {
+#define ROUTE(name, method, path, takes) takes,
+#include "routes.def"
+#undef ROUTE
+};
+
+int query_only(struct evhttp_request *req, const struct evkeyvalq *args, route_id route) {
+    const char *takes = (unsigned)route < ROUTES_ ? route_takes[route] : "";
     const struct evkeyval *kv;
     TAILQ_FOREACH(kv, args, next) {
         if (strcmp(kv->key, "access_token") == 0 || takes_name(takes, kv->key)) continue;
@@ -523,7 +531,7 @@ static void on_request(struct evhttp_request *req, void *arg) {
      * for one, the probes say nothing about jobs). */
     if (is_get(req) && assets_handle(req, path)) goto out;
     if (strcmp(path, "/healthz") == 0 && is_get(req)) {
-        if (query_only(req, &args, "") == 0) healthz(s, req);
+        if (query_only(req, &args, ROUTE_HEALTHZ) == 0) healthz(s, req);
         goto out;
     }
     if (!authorized(s, req, &args)) goto out;
@@ -550,7 +558,7 @@ static void on_request(struct evhttp_request *req, void *arg) {
         goto out;
     }
     if (strcmp(path, "/metrics") == 0 && is_get(req)) {
-        if (query_only(req, &args, "") == 0) metrics_handle(s, req);
+        if (query_only(req, &args, ROUTE_METRICS) == 0) metrics_handle(s, req);
     } else if (strcmp(path, "/v1/events") == 0 && is_get(req)) {
         sse_handle(s, req, &args);
     } else if (s->o.demo && strncmp(path, "/v1/demo", 8) == 0 &&
@@ -559,7 +567,7 @@ static void on_request(struct evhttp_request *req, void *arg) {
     } else if (strcmp(path, "/v1/processes") == 0 && is_get(req)) {
         api_processes(s, req, &args);
     } else if (strcmp(path, "/v1/server") == 0 && is_get(req)) {
-        if (query_only(req, &args, "") == 0) api_server(s, req);
+        if (query_only(req, &args, ROUTE_SERVER) == 0) api_server(s, req);
     } else if (strncmp(path, "/v1/queues", 10) == 0 && (path[10] == '\0' || path[10] == '/')) {
         api_queues(s, req, path + 10, &args);
     } else {

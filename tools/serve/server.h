@@ -191,11 +191,18 @@ const char *query_get(const struct evkeyvalq *args, const char *name);
  * replying 400. */
 int query_ll(struct evhttp_request *req, const struct evkeyvalq *args, const char *name,
              long long lo, long long hi, long long def, long long *out);
-/* 0 when every query parameter is one of takes (names separated by
- * spaces; "": none) or access_token (the token, every route); else -1
- * after replying 400 {"error", "parameter": the first other one, "takes":
- * [takes' names]}: a parameter no route reads is refused, not dropped. */
-int query_only(struct evhttp_request *req, const struct evkeyvalq *args, const char *takes);
+/* The routes (routes.def: each one's method, path and parameters). */
+typedef enum route_id {
+#define ROUTE(name, method, path, takes) ROUTE_##name,
+#include "routes.def"
+#undef ROUTE
+    ROUTES_
+} route_id;
+/* 0 when every query parameter is one the route takes (routes.def) or
+ * access_token (the token, every route); else -1 after replying 400
+ * {"error", "parameter": the first other one, "takes": [the route's
+ * names]}: a parameter no route reads is refused, not dropped. */
+int query_only(struct evhttp_request *req, const struct evkeyvalq *args, route_id route);
 /* {"redis": bool}: the "server" event of the streams. */
 json_t *server_state_json(const server *s);
 /* 1 when the connection of req is still there. */

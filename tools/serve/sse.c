@@ -307,7 +307,7 @@ static void resume(server *s, sse_client *k, const char *last) {
 }
 
 void sse_handle(server *s, struct evhttp_request *req, const struct evkeyvalq *args) {
-    if (query_only(req, args, "queues jobs processes last_event_id")) return;
+    if (query_only(req, args, ROUTE_EVENTS)) return;
     if (evhttp_request_get_command(req) == EVHTTP_REQ_HEAD) { /* the headers, no stream */
         evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
                           "text/event-stream");

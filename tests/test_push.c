@@ -490,11 +490,13 @@ TEST(job_pushed_at_once_has_its_state_written_once) {
  * per job, and why): rjq_enqueue_await to an idle registered worker (the
  * job pushed at once), completed with an empty result (its freed slot
  * offered again), FCALLs included. A command more on this path fails here;
- * a cut lowers these. The job goes through the lean pair (enqueue_one.lua,
+ * a cut lowers these (nsub36: no PUBSUB NUMSUB, the push's PUBLISH reply
+ * proves the worker listens: enqueue 12 -> 11). The job goes through the
+ * lean pair (enqueue_one.lua,
  * complete_one.lua: docs/scripts.md "The lean pair"), which runs the same
  * commands as the general scripts with far less Lua: the slow log shows
  * which functions ran. */
-#define AWAITED_ENQUEUE_COMMANDS 12
+#define AWAITED_ENQUEUE_COMMANDS 11
 #define AWAITED_COMPLETE_COMMANDS 13
 /* completed with a result: one HSET more (the result column's own HSET
  * checks its type: no TYPE before it, floor36) */
@@ -881,12 +883,13 @@ static int state_holds_channel(redisContext *rc, const char *q, const char *id, 
  * "active 1 <token> @<t>,<t>, <channel>"), complete_one.lua reads no
  * watchers and deletes none. Pinned like
  * awaited_job_runs_its_counted_commands_to_enqueue_and_to_complete's
- * (format 1 keeps those): the first enqueue 12 (-1 HSET watchers, +1 HGET
- * meta: its worker's registration is not marked yet), the next 11 (the
+ * (format 1 keeps those): the first enqueue 11 (-1 HSET watchers, +1 HGET
+ * meta: its worker's registration is not marked yet; nsub36: -1 PUBSUB
+ * NUMSUB, from 12), the next 10 (the
  * completion marked the registration " 2": no HGET meta), complete 11
  * (-HMGET, -HDEL watchers), 12 with a result. */
-#define FORMAT2_FIRST_ENQUEUE_COMMANDS 12
-#define FORMAT2_ENQUEUE_COMMANDS 11
+#define FORMAT2_FIRST_ENQUEUE_COMMANDS 11
+#define FORMAT2_ENQUEUE_COMMANDS 10
 #define FORMAT2_COMPLETE_COMMANDS 11
 #define FORMAT2_COMPLETE_WITH_RESULT_COMMANDS 12
 

@@ -675,40 +675,60 @@ TEST(push_heard_by_nobody_is_undone_and_the_job_runs_once_on_another_worker) {
     ASSERT_EQ(1, server_int(e.rc, "CLIENT KILL ID %lld", sub));
     ASSERT(loop_until_count(e.base, &drops, 1, 5000));
     /* the registration is left, nobody listens on its channel */
-    redisReply *r = server_cmd(e.rc, "HKEYS t:{unheard}:idle");
-    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 1);
-    const char *ch = strchr(r->element[0]->str, ' ');
+    redisReply *r = server_cmd(e.rc, "HGETALL t:{unheard}:idle");
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 2);
+    char field[256], value[128];
+    snprintf(field, sizeof field, "%s", r->element[0]->str);
+    snprintf(value, sizeof value, "%s", r->element[1]->str);
+    freeReplyObject(r);
+    const char *ch = strchr(field, ' ');
     ASSERT(ch != NULL);
     ASSERT_EQ(0, server_numsub(e.rc, ch + 1));
-    freeReplyObject(r);
 
-    ASSERT_OK(rjq_enqueue_await(e.q, "x", 1, NULL, NULL, on_told, &told, NULL));
-    ASSERT(loop_until_server_int(e.base, e.rc, 1, 5000, "LLEN t:{unheard}:ready"));
-    ASSERT_EQ(0, server_int(e.rc, "HLEN t:{unheard}:idle")); /* the stale registration dropped */
-    ASSERT_EQ(0, server_active_jobs(e.rc, "unheard"));
-    r = server_cmd(e.rc, "LINDEX t:{unheard}:ready 0");
-    ASSERT(r->type == REDIS_REPLY_STRING);
-    char id[32];
-    snprintf(id, sizeof id, "%s", r->str);
-    freeReplyObject(r);
-    r = server_cmd(e.rc, "HGET t:{unheard}:state %s", id);
-    ASSERT(r->type == REDIS_REPLY_STRING && strncmp(r->str, "ready 0 @", 9) == 0);
-    ASSERT(strstr(r->str, ":reply:") == NULL); /* a ready job's state holds no channel */
-    freeReplyObject(r);
-    r = server_cmd(e.rc, "HGET t:{unheard}:watchers %s", id);
-    ASSERT(r->type == REDIS_REPLY_STRING && strstr(r->str, ":reply:") != NULL);
-    freeReplyObject(r);
-    ASSERT_EQ(0, told);
-
-    /* another worker runs it, once; its producer is told */
+    /* a payload in the message, and one of its own (>= 2 KiB: two
+     * PUBLISHes, the second only after a heard first) */
+    static char big[5000];
+    memset(big, 'b', sizeof big);
+    const char *payload[2] = {"x", big};
+    size_t len[2] = {1, sizeof big};
     runs rb = {0};
-    rjq_worker *wb = NULL;
-    ASSERT_OK(rjq_worker_start(e.q, &wo, on_run, &rb, &wb));
-    ASSERT(loop_until_count(e.base, &rb.done, 1, 5000));
-    ASSERT(loop_until_count(e.base, &told, 1, 5000));
-    ASSERT_EQ(1, rb.ran);
-    ASSERT_EQ(1, rb.attempt_max);
-    ASSERT_EQ(0, ra.ran);
+    for (int k = 0; k < 2; k++) {
+        if (k > 0) { /* the same stale registration again */
+            redisReply *h = server_cmd(e.rc, "HSET t:{unheard}:idle %s %s", field, value);
+            freeReplyObject(h);
+        }
+        ASSERT_OK(rjq_enqueue_await(e.q, payload[k], len[k], NULL, NULL, on_told, &told, NULL));
+        ASSERT(loop_until_server_int(e.base, e.rc, 1, 5000, "LLEN t:{unheard}:ready"));
+        ASSERT_EQ(0, server_int(e.rc, "HLEN t:{unheard}:idle")); /* the stale registration dropped */
+        ASSERT_EQ(0, server_active_jobs(e.rc, "unheard"));
+        r = server_cmd(e.rc, "LINDEX t:{unheard}:ready 0");
+        ASSERT(r->type == REDIS_REPLY_STRING);
+        char id[32];
+        snprintf(id, sizeof id, "%s", r->str);
+        freeReplyObject(r);
+        r = server_cmd(e.rc, "HGET t:{unheard}:state %s", id);
+        ASSERT(r->type == REDIS_REPLY_STRING && strncmp(r->str, "ready 0 @", 9) == 0);
+        ASSERT(strstr(r->str, ":reply:") == NULL); /* a ready job's state holds no channel */
+        freeReplyObject(r);
+        r = server_cmd(e.rc, "HGET t:{unheard}:watchers %s", id);
+        ASSERT(r->type == REDIS_REPLY_STRING && strstr(r->str, ":reply:") != NULL);
+        freeReplyObject(r);
+        ASSERT_EQ(k, told);
+
+        /* another worker runs it, once; its producer is told; the worker
+         * stops (its registration goes) */
+        rjq_worker *wb = NULL;
+        ASSERT_OK(rjq_worker_start(e.q, &wo, on_run, &rb, &wb));
+        ASSERT(loop_until_count(e.base, &rb.done, k + 1, 5000));
+        ASSERT(loop_until_count(e.base, &told, k + 1, 5000));
+        ASSERT_EQ(k + 1, rb.ran);
+        ASSERT_EQ(1, rb.attempt_max);
+        ASSERT_EQ(0, ra.ran);
+        int stopped = 0;
+        ASSERT_OK(rjq_worker_stop(wb, on_stopped, &stopped));
+        ASSERT(loop_until(e.base, &stopped, 20000));
+        ASSERT_EQ(0, server_int(e.rc, "HLEN t:{unheard}:idle"));
+    }
     ASSERT_EQ(0, server_active_jobs(e.rc, "unheard"));
     rjq_client_free(a);
     env_stop(&e);

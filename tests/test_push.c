@@ -492,10 +492,10 @@ TEST(job_pushed_at_once_has_its_state_written_once) {
  * offered again), FCALLs included. A command more on this path fails here;
  * a cut lowers these (nsub36: no PUBSUB NUMSUB, the push's PUBLISH reply
  * proves the worker listens: enqueue 12 -> 11). The job goes through the
- * lean pair (enqueue_one.lua,
- * complete_one.lua: docs/scripts.md "The lean pair"), which runs the same
- * commands as the general scripts with far less Lua: the slow log shows
- * which functions ran. */
+ * lean pair (enqueue_one.lua, complete_one.lua: docs/scripts.md "The
+ * lean pair"), which runs the general scripts' commands (less the
+ * enqueue's PUBSUB NUMSUB) with far less Lua: the slow log shows which
+ * functions ran. */
 #define AWAITED_ENQUEUE_COMMANDS 11
 #define AWAITED_COMPLETE_COMMANDS 13
 /* completed with a result: one HSET more (the result column's own HSET

@@ -1221,6 +1221,41 @@ TEST(format2_enqueue_on_wrongtype_meta_writes_nothing) {
     push_stop(&e);
 }
 
+/* A push heard by nobody is undone in its call (nsub36, docs/scripts.md
+ * "A push heard by nobody"): on a format-2 queue that undo moves the reply
+ * channel from the state to the watchers column, a write the pushed path
+ * never makes. A wrongly typed watchers column found there refuses the
+ * call with nothing written: the counter, payload, state and lease undone,
+ * the stale registration left, no job ready. */
+TEST(format2_unheard_push_on_wrongtype_watchers_writes_nothing) {
+    push_env e;
+    long outcomes = 0;
+    format2_start(&e, "fuw", 1, &outcomes);
+    ASSERT_OK(rjq_worker_stop(e.w, NULL, NULL));
+    ASSERT(wait_registration(e.env.base, e.env.rc, "fuw", -1));
+    /* a marked registration nobody listens on (no HGET meta: the channel
+     * goes in the state at once) */
+    freeReplyObject(server_cmd(e.env.rc, "HSET t:{fuw}:idle %s %s", "gone t:{fuw}:push:nobody",
+                               "1 1 30000 8 2"));
+    freeReplyObject(server_cmd(e.env.rc, "DEL t:{fuw}:watchers"));
+    freeReplyObject(server_cmd(e.env.rc, "SET t:{fuw}:watchers x"));
+    long long seq = server_int(e.env.rc, "HGET t:{fuw}:stats seq");
+    long long states = server_int(e.env.rc, "HLEN t:{fuw}:state");
+    long long payloads = server_int(e.env.rc, "HLEN t:{fuw}:payload");
+    count_wait w = {0};
+    ASSERT_OK(rjq_enqueue_await(e.env.q, "x", 1, NULL, NULL, on_outcome_status, &w, NULL));
+    WAIT_FOR(e.env.base, w.done >= 1, 5000);
+    ASSERT_EQ(RJQ_EWRONGTYPE, w.status);
+    ASSERT_EQ(seq, server_int(e.env.rc, "HGET t:{fuw}:stats seq"));
+    ASSERT_EQ(states, server_int(e.env.rc, "HLEN t:{fuw}:state"));
+    ASSERT_EQ(payloads, server_int(e.env.rc, "HLEN t:{fuw}:payload"));
+    ASSERT_EQ(0, server_active_jobs(e.env.rc, "fuw"));
+    ASSERT_EQ(0, server_int(e.env.rc, "LLEN t:{fuw}:ready"));
+    ASSERT_EQ(1, server_int(e.env.rc, "HEXISTS t:{fuw}:idle %s", "gone t:{fuw}:push:nobody"));
+    freeReplyObject(server_cmd(e.env.rc, "DEL t:{fuw}:watchers"));
+    push_stop(&e);
+}
+
 /* A dependent of its own queue registered on a running pushed job of a
  * format-2 queue (deps_add.lua, DEPS.register) leaves no mark among the
  * job's watchers (its dependents entry is what the finishing script

@@ -14,6 +14,11 @@
 # by a few k (the Lua heap and string table differ with what ran before).
 #   enqueue_one of an awaited job with no worker registered (the job goes
 #     to ready: the counter, payload, state, watchers, the doorbell);
+#   enqueue_one of an awaited job pushed to a registered worker on a
+#     queue of format 2 (a redis-cli subscribed to its push channel; the
+#     registration marked " 2", one slot, written before each call: the
+#     job is active, its channel in its state, the registration taken),
+#     less the cost of that set-up HSET measured alone;
 #   complete_one of an active job with a watcher (an empty result, then
 #     a 3-byte one; no offer), less the cost of its set-up commands
 #     (HSET state, ZADD active, HSET watchers per job, measured alone).
@@ -85,6 +90,10 @@ gen() {
   for i in $(seq "$from" $((from + N - 1))); do
     case $kind in
       enq) echo "FCALL ${fn}enqueue_one 10 {$q}:ready {$q}:prio {$q}:stats {$q}:active {$q}:idle {$q}:monitored {$q}:events {$q}:payload {$q}:state {$q}:watchers {$q}:wake {$q}:reply:c:framed t$i xxxxxxxxxxxxxxxxxx" ;;
+      pushsetup | push)
+        echo "HSET {$q}:idle \"w$i {$q}:push:c\" \"1 1 30000 8 2\""
+        [ "$kind" = pushsetup ] ||
+          echo "FCALL ${fn}enqueue_one 11 {$q}:ready {$q}:prio {$q}:stats {$q}:active {$q}:idle {$q}:monitored {$q}:events {$q}:payload {$q}:state {$q}:watchers {$q}:meta {$q}:wake {$q}:reply:c:framed t$i xxxxxxxxxxxxxxxxxx 2" ;;
       setup | cmp)
         echo "HSET {$q}:state $i \"active 1 c.w.t1 @1764000000000,1764000000000,\""
         echo "ZADD {$q}:active 1764000030000 $i"
@@ -107,6 +116,24 @@ for v in b a; do
   r[$v]=$(per "$(measure "enq$v" "$OUT/enq2_$v.txt" "$OUT/enq1_$v.txt")")
 done
 echo "| enqueue_one, awaited, no worker (the job to ready) | ${r[b]} | ${r[a]} |"
+subs=()
+for v in b a; do
+  fn=$fb; [ $v = a ] && fn=$fa
+  q=p$v
+  redis-cli -p "$P" HSET "{$q}:meta" format 2 > /dev/null
+  redis-cli -p "$P" SUBSCRIBE "{$q}:push:c" > /dev/null &
+  subs+=($!)
+  until [ "$(redis-cli -p "$P" PUBSUB NUMSUB "{$q}:push:c" | tail -1)" = 1 ]; do sleep 0.2; done
+  gen pushsetup "$fn" "$q" 1 > "$OUT/ps1_$q.txt"
+  gen pushsetup "$fn" "$q" $((N + 1)) > "$OUT/ps2_$q.txt"
+  gen push "$fn" "$q" $((2 * N + 1)) > "$OUT/p1_$q.txt"
+  gen push "$fn" "$q" $((3 * N + 1)) > "$OUT/p2_$q.txt"
+  s=$(measure "s$q" "$OUT/ps2_$q.txt" "$OUT/ps1_$q.txt")
+  c=$(measure "c$q" "$OUT/p2_$q.txt" "$OUT/p1_$q.txt")
+  r[$v]=$(per "$c" "$s")
+done
+kill "${subs[@]}" 2> /dev/null || true
+echo "| enqueue_one, awaited, pushed to a registered worker, format 2 (less its set-up) | ${r[b]} | ${r[a]} |"
 k=0
 for res in '""' xyz; do
   k=$((k + 1))

@@ -490,11 +490,13 @@ TEST(job_pushed_at_once_has_its_state_written_once) {
  * per job, and why): rjq_enqueue_await to an idle registered worker (the
  * job pushed at once), completed with an empty result (its freed slot
  * offered again), FCALLs included. A command more on this path fails here;
- * a cut lowers these. The job goes through the lean pair (enqueue_one.lua,
- * complete_one.lua: docs/scripts.md "The lean pair"), which runs the same
- * commands as the general scripts with far less Lua: the slow log shows
- * which functions ran. */
-#define AWAITED_ENQUEUE_COMMANDS 12
+ * a cut lowers these (nsub36: no PUBSUB NUMSUB, the push's PUBLISH reply
+ * proves the worker listens: enqueue 12 -> 11). The job goes through the
+ * lean pair (enqueue_one.lua, complete_one.lua: docs/scripts.md "The
+ * lean pair"), which runs the general scripts' commands (less the
+ * enqueue's PUBSUB NUMSUB) with far less Lua: the slow log shows which
+ * functions ran. */
+#define AWAITED_ENQUEUE_COMMANDS 11
 #define AWAITED_COMPLETE_COMMANDS 13
 /* completed with a result: one HSET more (the result column's own HSET
  * checks its type: no TYPE before it, floor36) */
@@ -881,12 +883,13 @@ static int state_holds_channel(redisContext *rc, const char *q, const char *id, 
  * "active 1 <token> @<t>,<t>, <channel>"), complete_one.lua reads no
  * watchers and deletes none. Pinned like
  * awaited_job_runs_its_counted_commands_to_enqueue_and_to_complete's
- * (format 1 keeps those): the first enqueue 12 (-1 HSET watchers, +1 HGET
- * meta: its worker's registration is not marked yet), the next 11 (the
+ * (format 1 keeps those): the first enqueue 11 (-1 HSET watchers, +1 HGET
+ * meta: its worker's registration is not marked yet; nsub36: -1 PUBSUB
+ * NUMSUB, from 12), the next 10 (the
  * completion marked the registration " 2": no HGET meta), complete 11
  * (-HMGET, -HDEL watchers), 12 with a result. */
-#define FORMAT2_FIRST_ENQUEUE_COMMANDS 12
-#define FORMAT2_ENQUEUE_COMMANDS 11
+#define FORMAT2_FIRST_ENQUEUE_COMMANDS 11
+#define FORMAT2_ENQUEUE_COMMANDS 10
 #define FORMAT2_COMPLETE_COMMANDS 11
 #define FORMAT2_COMPLETE_WITH_RESULT_COMMANDS 12
 
@@ -1218,6 +1221,41 @@ TEST(format2_enqueue_on_wrongtype_meta_writes_nothing) {
     ASSERT_EQ(1, registration(e.env.rc, "fw", NULL, 0, NULL)); /* its slot not taken */
     ASSERT_EQ(1, e.h.handled);
     freeReplyObject(server_cmd(e.env.rc, "DEL t:{fw}:meta"));
+    push_stop(&e);
+}
+
+/* A push heard by nobody is undone in its call (nsub36, docs/scripts.md
+ * "A push heard by nobody"): on a format-2 queue that undo moves the reply
+ * channel from the state to the watchers column, a write the pushed path
+ * never makes. A wrongly typed watchers column found there refuses the
+ * call with nothing written: the counter, payload, state and lease undone,
+ * the stale registration left, no job ready. */
+TEST(format2_unheard_push_on_wrongtype_watchers_writes_nothing) {
+    push_env e;
+    long outcomes = 0;
+    format2_start(&e, "fuw", 1, &outcomes);
+    ASSERT_OK(rjq_worker_stop(e.w, NULL, NULL));
+    ASSERT(wait_registration(e.env.base, e.env.rc, "fuw", -1));
+    /* a marked registration nobody listens on (no HGET meta: the channel
+     * goes in the state at once) */
+    freeReplyObject(server_cmd(e.env.rc, "HSET t:{fuw}:idle %s %s", "gone t:{fuw}:push:nobody",
+                               "1 1 30000 8 2"));
+    freeReplyObject(server_cmd(e.env.rc, "DEL t:{fuw}:watchers"));
+    freeReplyObject(server_cmd(e.env.rc, "SET t:{fuw}:watchers x"));
+    long long seq = server_int(e.env.rc, "HGET t:{fuw}:stats seq");
+    long long states = server_int(e.env.rc, "HLEN t:{fuw}:state");
+    long long payloads = server_int(e.env.rc, "HLEN t:{fuw}:payload");
+    count_wait w = {0};
+    ASSERT_OK(rjq_enqueue_await(e.env.q, "x", 1, NULL, NULL, on_outcome_status, &w, NULL));
+    WAIT_FOR(e.env.base, w.done >= 1, 5000);
+    ASSERT_EQ(RJQ_EWRONGTYPE, w.status);
+    ASSERT_EQ(seq, server_int(e.env.rc, "HGET t:{fuw}:stats seq"));
+    ASSERT_EQ(states, server_int(e.env.rc, "HLEN t:{fuw}:state"));
+    ASSERT_EQ(payloads, server_int(e.env.rc, "HLEN t:{fuw}:payload"));
+    ASSERT_EQ(0, server_active_jobs(e.env.rc, "fuw"));
+    ASSERT_EQ(0, server_int(e.env.rc, "LLEN t:{fuw}:ready"));
+    ASSERT_EQ(1, server_int(e.env.rc, "HEXISTS t:{fuw}:idle %s", "gone t:{fuw}:push:nobody"));
+    freeReplyObject(server_cmd(e.env.rc, "DEL t:{fuw}:watchers"));
     push_stop(&e);
 }
 

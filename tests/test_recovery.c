@@ -605,6 +605,135 @@ TEST(awaited_pushed_jobs_of_a_dead_client_on_a_format_2_queue_still_tell_their_p
     env_stop(&e);
 }
 
+/* Connection events of the client whose subscriber connection is killed:
+ * its subscriber connection's drops. */
+static void count_sub_drops(rjq_client *c, rjq_event ev, int conn, const char *detail, void *data) {
+    (void)c, (void)detail;
+    if (ev == RJQ_EVENT_DISCONNECTED && conn == RJQ_CONN_SUBSCRIBER) (*(long *)data)++;
+}
+
+/* The id of the connection named name (CLIENT LIST), or -1. */
+static long long client_id_named(redisContext *rc, const char *name) {
+    redisReply *r = server_cmd(rc, "CLIENT LIST");
+    ASSERT(r->type == REDIS_REPLY_STRING);
+    char want[128];
+    snprintf(want, sizeof want, " name=%s ", name);
+    long long id = -1;
+    for (char *line = r->str; line && *line && id < 0;) {
+        char *end = strchr(line, '\n');
+        if (end) *end = '\0';
+        if (strstr(line, want) && strncmp(line, "id=", 3) == 0) id = atoll(line + 3);
+        line = end ? end + 1 : NULL;
+    }
+    freeReplyObject(r);
+    return id;
+}
+
+/* nsub36: the lean enqueue sends no PUBSUB NUMSUB; its push's own PUBLISH
+ * reply (the subscribers it reached) proves the registered worker listens.
+ * A worker's subscriber connection is killed (CLIENT KILL) and its client
+ * waits a minute before reconnecting: its registration is left in idle,
+ * its channel without a subscriber. An awaited job enqueued on a format-2
+ * queue is pushed to it, reaches nobody, and is undone in the same call:
+ * the job ready (attempt not spent), no lease, the stale registration
+ * dropped, its reply channel moved from the state to the watchers column;
+ * another worker then runs it once, its producer is told, and nothing is
+ * left in active. (With the undo left out, the job stays active under the
+ * dead push's token until its lease ends: the wait for the other worker's
+ * run fails.) */
+TEST(push_heard_by_nobody_is_undone_and_the_job_runs_once_on_another_worker) {
+    test_env e;
+    env_start(&e, "unheard");
+    long set = 0, told = 0;
+    ASSERT_OK(rjq_queue_set_format(e.q, 2, on_format, &set));
+    ASSERT(loop_until_count(e.base, &set, 1, 5000));
+    /* the producer learns the format with its first enqueue (a job for later) */
+    rjq_job_options later = RJQ_JOB_OPTIONS_INIT;
+    later.delay_ms = 3600000;
+    ASSERT_OK(rjq_enqueue(e.q, "later", 5, &later, NULL, NULL));
+    ASSERT(loop_until_server_int(e.base, e.rc, 1, 5000, "ZCARD t:{unheard}:delayed"));
+
+    long drops = 0;
+    rjq_client_options o = client_options(e.s.url);
+    o.name = "unheardwkr";
+    o.reconnect_min_ms = 60000;
+    o.reconnect_max_ms = 60000;
+    o.on_event = count_sub_drops;
+    o.event_data = &drops;
+    rjq_client *a = client_new(e.base, &o);
+    rjq_queue *qa = queue_for(a, "unheard");
+    wait_connected(e.base, a);
+    runs ra = {0};
+    rjq_worker_options wo = quiet_worker_options(1);
+    rjq_worker *wa = NULL;
+    ASSERT_OK(rjq_worker_start(qa, &wo, on_run, &ra, &wa));
+    wait_worker_started(e.base, a, qa, e.rc, "unheard");
+    ASSERT_EQ(1, server_int(e.rc, "HLEN t:{unheard}:idle"));
+
+    long long sub = client_id_named(e.rc, "unheardwkr:sub");
+    ASSERT(sub > 0);
+    ASSERT_EQ(1, server_int(e.rc, "CLIENT KILL ID %lld", sub));
+    ASSERT(loop_until_count(e.base, &drops, 1, 5000));
+    /* the registration is left, nobody listens on its channel */
+    redisReply *r = server_cmd(e.rc, "HGETALL t:{unheard}:idle");
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 2);
+    char field[256], value[128];
+    snprintf(field, sizeof field, "%s", r->element[0]->str);
+    snprintf(value, sizeof value, "%s", r->element[1]->str);
+    freeReplyObject(r);
+    const char *ch = strchr(field, ' ');
+    ASSERT(ch != NULL);
+    ASSERT_EQ(0, server_numsub(e.rc, ch + 1));
+
+    /* a payload in the message, and one of its own (>= 2 KiB: two
+     * PUBLISHes, the second only after a heard first) */
+    static char big[5000];
+    memset(big, 'b', sizeof big);
+    const char *payload[2] = {"x", big};
+    size_t len[2] = {1, sizeof big};
+    runs rb = {0};
+    for (int k = 0; k < 2; k++) {
+        if (k > 0) { /* the same stale registration again */
+            redisReply *h = server_cmd(e.rc, "HSET t:{unheard}:idle %s %s", field, value);
+            freeReplyObject(h);
+        }
+        ASSERT_OK(rjq_enqueue_await(e.q, payload[k], len[k], NULL, NULL, on_told, &told, NULL));
+        ASSERT(loop_until_server_int(e.base, e.rc, 1, 5000, "LLEN t:{unheard}:ready"));
+        ASSERT_EQ(0, server_int(e.rc, "HLEN t:{unheard}:idle")); /* the stale registration dropped */
+        ASSERT_EQ(0, server_active_jobs(e.rc, "unheard"));
+        r = server_cmd(e.rc, "LINDEX t:{unheard}:ready 0");
+        ASSERT(r->type == REDIS_REPLY_STRING);
+        char id[32];
+        snprintf(id, sizeof id, "%s", r->str);
+        freeReplyObject(r);
+        r = server_cmd(e.rc, "HGET t:{unheard}:state %s", id);
+        ASSERT(r->type == REDIS_REPLY_STRING && strncmp(r->str, "ready 0 @", 9) == 0);
+        ASSERT(strstr(r->str, ":reply:") == NULL); /* a ready job's state holds no channel */
+        freeReplyObject(r);
+        r = server_cmd(e.rc, "HGET t:{unheard}:watchers %s", id);
+        ASSERT(r->type == REDIS_REPLY_STRING && strstr(r->str, ":reply:") != NULL);
+        freeReplyObject(r);
+        ASSERT_EQ(k, told);
+
+        /* another worker runs it, once; its producer is told; the worker
+         * stops (its registration goes) */
+        rjq_worker *wb = NULL;
+        ASSERT_OK(rjq_worker_start(e.q, &wo, on_run, &rb, &wb));
+        ASSERT(loop_until_count(e.base, &rb.done, k + 1, 5000));
+        ASSERT(loop_until_count(e.base, &told, k + 1, 5000));
+        ASSERT_EQ(k + 1, rb.ran);
+        ASSERT_EQ(1, rb.attempt_max);
+        ASSERT_EQ(0, ra.ran);
+        int stopped = 0;
+        ASSERT_OK(rjq_worker_stop(wb, on_stopped, &stopped));
+        ASSERT(loop_until(e.base, &stopped, 20000));
+        ASSERT_EQ(0, server_int(e.rc, "HLEN t:{unheard}:idle"));
+    }
+    ASSERT_EQ(0, server_active_jobs(e.rc, "unheard"));
+    rjq_client_free(a);
+    env_stop(&e);
+}
+
 /* A client holding jobs under a five-minute lease dies (freed without a
  * graceful close: to Redis the same as a SIGKILL): another client's beat
  * finds its liveness entry run out and returns its jobs at once, and they

@@ -74,11 +74,15 @@ TEST(awaited_jobs_on_a_sharded_queue_cost_the_script_calls_of_a_plain_queues) {
      * slot back: no claim); before, 3.000 calls and 55 commands against
      * 2.000 and 32; then 2.000 and 33 against 27 (the made ids took the
      * enqueue script's caller-id path), now 27 (written without a look-up:
-     * docs/sharding.md 6a) */
+     * docs/sharding.md 6a). Since nsub36 the plain queue's awaited job
+     * goes through the lean enqueue, which sends no PUBSUB NUMSUB (its
+     * push's PUBLISH reply is the proof, docs/scripts.md "A push heard by
+     * nobody"); the sharded queue's made-id enqueue is enqueue.lua's and
+     * still asks it: one command per job more (25 against 24 here). */
     ASSERT(p.calls <= JOBS * 23 / 10);
     ASSERT(s.calls <= JOBS * 23 / 10);
     ASSERT(s.calls * 100 <= p.calls * 115);
-    ASSERT(s.commands * 100 <= p.commands * 103);
+    ASSERT(s.commands * 100 <= (p.commands + JOBS) * 103);
     env_stop(&e);
 }
 

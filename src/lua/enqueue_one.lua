@@ -48,7 +48,9 @@ if picked and nothing_ready then
   slots, epoch, lease, format, q2 = string.match(pick[2], '^(%d+) (%S+) (%d+) (%S+) ?(2?)$')
   q2 = q2 == '2'
   slots = tonumber(slots or 0)
-  if not wch or slots < 1 or not push_format_ok(format) or numsub(wch) == 0 then
+  -- (no PUBSUB NUMSUB: the push's own PUBLISH counts the worker's
+  -- subscribers, and a push nobody heard is undone below)
+  if not wch or slots < 1 or not push_format_ok(format) then
     wid, stale = nil, true
   end
 end
@@ -115,8 +117,8 @@ if wid then
     if x == 1 or x == 2 then w = 4 else w = enqueue_one_check(w, stats, seq, id, pcol, scol, lkey, wkey) end
   end
 end
+local zr = wid and x -- (the lease's ZADD reply: its undo)
 if wkey then -- (last: not undone)
-  local zr = x
   x = redis.pcall('HSET', wcol, id, ch, WATCHERS_PIN, '')
   if type(x) == 'table' then
     if w > 0 then enqueue_one_undo(w, stats, seq, id, pcol, scol, lkey, zr) end
@@ -127,30 +129,52 @@ local emit = monitor(monitored, events, now, monitored_on)
 if emit ~= UNMONITORED then emit('enqueued', id) end
 
 if wid then
-  if emit ~= UNMONITORED then emit('active', id) end
-  if slots > 1 then
-    redis.call('HSET', idle, pick[1], registration(slots - 1, epoch, lease, format, q2 or inst))
-  else
-    redis.call('HDEL', idle, pick[1])
-  end
   -- the push message of one job (push_to_idle): its wait is 0, it was
-  -- enqueued now
+  -- enqueued now. PUBLISH's reply (the subscribers it reached) is the
+  -- proof that the registered worker listens (docs/scripts.md "A push
+  -- heard by nobody"): a payload sent as a message of its own follows
+  -- only a head that was heard (nothing unsubscribes within a script).
   local head = wid .. ' ' .. epoch .. ' 1 ' .. tok .. ' ' .. deadline .. '\n'
   local len, m = #payload, num(DEFAULT_MAX_ATTEMPTS)
   local pub = PUB or pub_mode()
+  local heard
   if len > PUSH_INLINE_MAX then
-    redis.call(pub, wch, head .. num(#id) .. ' - 1 ' .. m .. ' 0\n' .. id)
+    heard = redis.call(pub, wch, head .. num(#id) .. ' - 1 ' .. m .. ' 0\n' .. id)
   elseif format == PUSH_FORMAT and len >= PUSH_SPLIT_MIN then
-    redis.call(pub, wch, head .. num(#id) .. ' >' .. num(len) .. ' 1 ' .. m .. ' 0\n' .. id)
-    redis.call(pub, wch, payload)
+    heard = redis.call(pub, wch, head .. num(#id) .. ' >' .. num(len) .. ' 1 ' .. m .. ' 0\n' .. id)
+    if heard > 0 then redis.call(pub, wch, payload) end
   else
-    redis.call(pub, wch, head .. num(#id) .. ' ' .. num(len) .. ' 1 ' .. m .. ' 0\n' .. id .. payload)
+    heard = redis.call(pub, wch, head .. num(#id) .. ' ' .. num(len) .. ' 1 ' .. m .. ' 0\n' .. id .. payload)
   end
-else
-  if stale then redis.call('HDEL', idle, pick[1]) end
-  redis.call('RPUSH', ready, id)
-  -- the doorbell: the queue had nothing ready, or it had and a worker is
-  -- idle (enqueue.lua would push a waiting job to it)
-  if nothing_ready or picked then redis.call(PUB or pub_mode(), wake, '1') end
+  if heard > 0 then
+    if emit ~= UNMONITORED then emit('active', id) end
+    if slots > 1 then
+      redis.call('HSET', idle, pick[1], registration(slots - 1, epoch, lease, format, q2 or inst))
+    else
+      redis.call('HDEL', idle, pick[1])
+    end
+    return {id, 0}
+  end
+  -- Nobody heard it (the worker is gone, or its subscriber connection is
+  -- down): the push is undone in this call, so it never started the job:
+  -- the job is left as a ready job is (below: the stale registration
+  -- dropped, the job at the tail of ready, the doorbell), its lease gone
+  -- and, on format 2, its reply channel moved to the watchers column (a
+  -- ready job's state holds none).
+  if inst then
+    x = redis.pcall('HSET', wcol, id, ch, WATCHERS_PIN, '')
+    if type(x) == 'table' then
+      if w > 0 then enqueue_one_undo(w, stats, seq, id, pcol, scol, lkey, zr) end
+      lean_refuse(x, wcol, 'hash')
+    end
+  end
+  redis.call('ZREM', active, id)
+  redis.call('HSET', scol, id, 'ready 0 @' .. stamp .. ',,')
+  stale = true
 end
+if stale then redis.call('HDEL', idle, pick[1]) end
+redis.call('RPUSH', ready, id)
+-- the doorbell: the queue had nothing ready, or it had and a worker is
+-- idle (enqueue.lua would push a waiting job to it)
+if nothing_ready or picked then redis.call(PUB or pub_mode(), wake, '1') end
 return {id, 0}

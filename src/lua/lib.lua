@@ -2040,9 +2040,11 @@ end
 -- server time). A worker whose
 -- channel has no subscriber (its client is
 -- gone or reconnecting) loses its registration instead. (A push sent
--- without that check, trusting the publish's receiver count, must end
--- its head "<deadline> ?\n": the worker then starts only the jobs whose
--- state still holds the message's token, src/push.c.)
+-- without that check, trusting the publish's receiver count, must undo
+-- itself in the same call when that count is 0, as enqueue_one.lua does
+-- (docs/scripts.md "A push heard by nobody"), or end its head
+-- "<deadline> ?\n": the worker then starts only the jobs whose state
+-- still holds the message's token, src/push.c.)
 -- pick: the caller's HRANDFIELD idle 1 WITHVALUES, the first worker tried.
 -- take(n): up to n jobs to start, as ids and their records d, o, s (see
 -- load_jobs), in claim order; from_ready or new_jobs below.

@@ -140,6 +140,20 @@ function GROUPS.next_turn(G, c)
   return int(c.turn)
 end
 
+-- The number a count's text in a reply reads as ("-9" of the depth index,
+-- "1" of g:act), memoised for small integers: tonumber() of a string is a
+-- strtod (~1k instructions), and a claim reads one per group from each of
+-- those (its completion one more from g:act). nil for nil or false.
+local NUM_OF = {}
+local function count_of(s)
+  if not s then return nil end
+  local n = NUM_OF[s]
+  if n then return n end
+  n = tonumber(s)
+  if n and #s <= 5 and n == math.floor(n) and n > -4096 and n < 4096 then NUM_OF[s] = n end
+  return n
+end
+
 -- -n (n a count) as text, memoised for small n (see next_turn)
 local NEG_TEXT = {}
 local function negnum(n)
@@ -257,7 +271,7 @@ function GROUPS.taken(G, cnt, dry, empty)
   if #names > 0 then
     local v, za = redis.call('ZMSCORE', k, unpack(names)), {}
     for i, g in ipairs(names) do
-      local d = v[i] and -tonumber(v[i]) - cnt[g]
+      local d = v[i] and -count_of(v[i]) - cnt[g]
       if not d or d < 0 then d = redis.call('LLEN', G .. 'r:' .. g) + redis.call('ZCARD', G .. 'p:' .. g) end
       if d > 0 then za[#za + 1] = negnum(d); za[#za + 1] = g else gone[#gone + 1] = g end
     end
@@ -333,7 +347,7 @@ function GROUPS.count(G, gs, d)
   local v, set, del, idle = hmget(k, f), {}, {}, {}
   if not v[1] then set[1] = '~'; set[2] = ACT_PIN end
   for i, g in ipairs(gs) do
-    local n = (tonumber(v[i + 1]) or 0) + d[g]
+    local n = (count_of(v[i + 1]) or 0) + d[g]
     if n > 0 then
       set[#set + 1] = g; set[#set + 1] = num(n)
     else

@@ -96,9 +96,17 @@ local J = columns(cols, prefix)
 -- drain's Redis calls were TYPE). Every other path checks all of them at
 -- its start (check_all).
 local checked = false
-local function check_all()
+local function check_all(read)
   if checked then return end
   checked = true
+  -- (read: ready and prio were read already, peek_ready's typed ZCARD and
+  -- LPOP, their type checks; J.d is not read without payloads: the group
+  -- step's check, two or three TYPE fewer per claim)
+  if read then
+    expect_types({active, 'zset', idle, 'hash', J.s, 'hash', J.o, 'hash', deadlines, 'zset'})
+    if not no_payload then expect_types({J.d, 'hash'}) end
+    return
+  end
   expect_types({ready, 'list', prio, 'zset', active, 'zset', idle, 'hash', J.d, 'hash', J.s, 'hash',
                 J.o, 'hash', deadlines, 'zset'})
 end
@@ -366,7 +374,7 @@ end
 local gids, gmore, gst = nil, false, nil
 if mv[4] and #ids < room then
   gids, gmore, gst = undoing(function()
-    check_all()
+    check_all(true) -- (#ids < room: peek_ready read prio and ready)
     return GROUPS.take(groups, J, room - #ids, now, stats, mv[4] == '2', tok, true)
   end)
 end

@@ -140,6 +140,20 @@ function GROUPS.next_turn(G, c)
   return int(c.turn)
 end
 
+-- The number a count's text in a reply reads as ("-9" of the depth index,
+-- "1" of g:act), memoised for small integers: tonumber() of a string is a
+-- strtod (~1k instructions), and a claim reads one per group from each of
+-- those (its completion one more from g:act). nil for nil or false.
+local NUM_OF = {}
+local function count_of(s)
+  if not s then return nil end
+  local n = NUM_OF[s]
+  if n then return n end
+  n = tonumber(s)
+  if n and #s <= 5 and n == math.floor(n) and n > -4096 and n < 4096 then NUM_OF[s] = n end
+  return n
+end
+
 -- -n (n a count) as text, memoised for small n (see next_turn)
 local NEG_TEXT = {}
 local function negnum(n)
@@ -257,7 +271,7 @@ function GROUPS.taken(G, cnt, dry, empty)
   if #names > 0 then
     local v, za = redis.call('ZMSCORE', k, unpack(names)), {}
     for i, g in ipairs(names) do
-      local d = v[i] and -tonumber(v[i]) - cnt[g]
+      local d = v[i] and -count_of(v[i]) - cnt[g]
       if not d or d < 0 then d = redis.call('LLEN', G .. 'r:' .. g) + redis.call('ZCARD', G .. 'p:' .. g) end
       if d > 0 then za[#za + 1] = negnum(d); za[#za + 1] = g else gone[#gone + 1] = g end
     end
@@ -333,7 +347,7 @@ function GROUPS.count(G, gs, d)
   local v, set, del, idle = hmget(k, f), {}, {}, {}
   if not v[1] then set[1] = '~'; set[2] = ACT_PIN end
   for i, g in ipairs(gs) do
-    local n = (tonumber(v[i + 1]) or 0) + d[g]
+    local n = (count_of(v[i + 1]) or 0) + d[g]
     if n > 0 then
       set[#set + 1] = g; set[#set + 1] = num(n)
     else
@@ -571,6 +585,7 @@ end
 -- anyway): the ids popped, nil and the call's state st, for
 -- GROUPS.started(st, states) to count those that start (one HMGET of the
 -- states per claim, not two).
+local NONE = {} -- (no ids: read only)
 function GROUPS.take(G, J, want, now, stats, has_prio, tok, deferred)
   local c = {}
   GROUPS.promote(G, J, now, stats, c)
@@ -581,7 +596,12 @@ function GROUPS.take(G, J, want, now, stats, has_prio, tok, deferred)
   local lim = {} -- (the groups' limits: only a limited group has a slot set)
   -- a weighted group keeps its turn until it started `weight` jobs in it
   -- (across claims: what is left of its turn is its credit)
+  -- (a queue without group settings: every group's turn is one job, no
+  -- limit, rate or pause; nothing to look up per group)
+  local bare = GROUPS.noconf(G, c)
+  local R, P = G .. 'r:', G .. 'p:'
   local function turn_of(g)
+    if bare then return nil, 1, false, nil, nil, 1 end
     local limit, weight, paused, rmax, rwin = GROUPS.conf(G, g, c)
     local credit = weight
     if weight > 1 then credit = tonumber(typed('hash', 'HMGET', G .. 'credit', g)[1] or weight) or weight end
@@ -612,13 +632,14 @@ function GROUPS.take(G, J, want, now, stats, has_prio, tok, deferred)
       if #ids >= want then break end
       local limit, weight, paused, rmax, rwin, credit
       local t = turns[i]
-      if t then limit, weight, paused, rmax, rwin, credit = t[1], t[2], t[3], t[4], t[5], t[6]
+      if bare then weight, paused, credit = 1, false, 1
+      elseif t then limit, weight, paused, rmax, rwin, credit = t[1], t[2], t[3], t[4], t[5], t[6]
       else limit, weight, paused, rmax, rwin, credit = turn_of(g) end
       local turn = credit + (mult - 1) * weight
       local n = math.min(want - #ids, turn)
       local a = cnt[g] or 0 -- (its slots: those this call took count too)
-      lim[g] = limit
       if limit then
+        lim[g] = limit
         a = a + GROUPS.active(G, J, g, limit)
         n = math.min(n, limit - a)
       end
@@ -630,12 +651,12 @@ function GROUPS.take(G, J, want, now, stats, has_prio, tok, deferred)
         r = used[g] + (cnt[g] or 0)
         n = math.min(n, rmax - r)
       end
-      local got = {}
+      local got = NONE
       if not paused and n > 0 then
         -- (priorities within a group: only on a queue that has had group
         -- jobs of a priority other than 0, meta groups '2')
-        if has_prio then got = take_ready(G .. 'r:' .. g, G .. 'p:' .. g, n)
-        else got = redis.call('LPOP', G .. 'r:' .. g, num(n)) or {} end -- (text: see next_turn)
+        if has_prio then got = take_ready(R .. g, P .. g, n)
+        else got = redis.call('LPOP', R .. g, num(n)) or NONE end -- (text: see next_turn)
       end
       for _, id in ipairs(got) do ids[#ids + 1] = id; by[#ids] = g end
       cnt[g] = (cnt[g] or 0) + #got

@@ -405,6 +405,8 @@ local function parse_options(o)
   if not o then return 0, DEFAULT_MAX_ATTEMPTS, nil, nil, nil end
   local h, at = nil, string.find(o, '\n', 1, true)
   if at then h = string.sub(o, at + 1); o = string.sub(o, 1, at - 1) end
+  -- (the defaults before headers, a group job's column: no pattern match)
+  if o == '0,,' then return 0, DEFAULT_MAX_ATTEMPTS, nil, nil, nil, h end
   local p, m, b, t, u = string.match(o, '^(%-?%d+),(%d*),([^;]*);?(%d*);?(%d*)$')
   if not p then return 0, DEFAULT_MAX_ATTEMPTS, nil, nil, nil, h end
   if b == '' then b = nil end
@@ -1877,7 +1879,10 @@ local function start_jobs(J, c, ids, d, o, s, out)
       if o[i] then
         local _, m_, _b, t_, _u, h_ = parse_options(o[i])
         max, tmo = m_, t_
-        if h_ then max = max_of(o[i]) end -- (with its headers: the worker reads both)
+        -- (with its headers: the worker reads both; max_of's value, without
+        -- parsing the column twice: a group job's column holds its group's
+        -- header, README "Groups")
+        if h_ then max = num(m_) .. '\n' .. h_ end
       end
       if not a_ then
         -- (the value is made per job: its times are its own)

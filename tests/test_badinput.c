@@ -2302,14 +2302,14 @@ TEST(genqueue_on_wrongtype_group_keys_writes_nothing) {
     test_server s;
     server_start_guarded(&s, NULL);
     redisContext *rc = server_connect(&s);
-    const char *args[] = {"", "pay", "", "a", "0"};
-    refused_on_wrongtype(rc, RJQ__S_GENQUEUE, "t:{g}:g:job", "hash", args, 5);
+    const char *args[] = {"0", "", "", "pay", "", "a"}; /* (bound, no push; one job) */
+    refused_on_wrongtype(rc, RJQ__S_GENQUEUE, "t:{g}:g:job", "hash", args, 6);
     freeReplyObject(server_cmd(rc, "HSET t:{g}:g:conf a %s", "1 1 0 5/1000 -"));
-    refused_on_wrongtype(rc, RJQ__S_GENQUEUE, "t:{g}:g:a:a", "set", args, 5);
-    refused_on_wrongtype(rc, RJQ__S_GENQUEUE, "t:{g}:g:rated", "zset", args, 5);
-    refused_for_counter(rc, RJQ__S_GENQUEUE, "gready", args, 5);
+    refused_on_wrongtype(rc, RJQ__S_GENQUEUE, "t:{g}:g:a:a", "set", args, 6);
+    refused_on_wrongtype(rc, RJQ__S_GENQUEUE, "t:{g}:g:rated", "zset", args, 6);
+    refused_for_counter(rc, RJQ__S_GENQUEUE, "gready", args, 6);
     freeReplyObject(server_cmd(rc, "HDEL t:{g}:stats gready"));
-    redisReply *r = eval_script(rc, RJQ__S_GENQUEUE, "g", args, 5);
+    redisReply *r = eval_script(rc, RJQ__S_GENQUEUE, "g", args, 6);
     ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 2);
     ASSERT_STREQ("1", r->element[0]->str);
     freeReplyObject(r);

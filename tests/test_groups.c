@@ -448,8 +448,13 @@ TEST(bad_group_names_and_unsupported_combinations_are_refused) {
     o.group = "";
     ASSERT_EQ(RJQ_EINVAL, rjq_enqueue(e.q, "x", 1, &o, NULL, NULL));
     o.group = "ok";
-    rjq_enqueue_item it = {sizeof it, "x", 1, &o};
-    ASSERT_EQ(RJQ_EINVAL, rjq_enqueue_batch(e.q, &it, 1, NULL, NULL));
+    /* a batch mixing jobs with and without a group; one with a bad group */
+    rjq_enqueue_item its[2] = {{sizeof its[0], "x", 1, &o}, {sizeof its[1], "y", 1, NULL}};
+    ASSERT_EQ(RJQ_EINVAL, rjq_enqueue_batch(e.q, its, 2, NULL, NULL));
+    rjq_job_options bad = o;
+    bad.group = "has space";
+    its[1].opts = &bad;
+    ASSERT_EQ(RJQ_EINVAL, rjq_enqueue_batch(e.q, its, 2, NULL, NULL));
     o.id = "dup";
     o.debounce = 1;
     ASSERT_EQ(RJQ_EINVAL, rjq_enqueue(e.q, "x", 1, &o, NULL, NULL));

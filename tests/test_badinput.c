@@ -2318,6 +2318,32 @@ TEST(genqueue_on_wrongtype_group_keys_writes_nothing) {
     server_stop_guarded(&s);
 }
 
+/* A call of jobs of several groups writes the groups' ready ids first,
+ * each write checking its own key's type: a wrongly typed list or priority
+ * set of a later group undoes those written before it (nothing written,
+ * the error names the key); a group entering the depth index has its
+ * priority set checked (GROUPS.deepen reads it after the writes). */
+TEST(genqueue_of_several_groups_on_a_wrongtype_groups_list_writes_nothing) {
+    test_server s;
+    server_start_guarded(&s, NULL);
+    redisContext *rc = server_connect(&s);
+    /* a1 and b1 of priority 0, b2 of priority 5 */
+    const char *args[] = {"0", "", "", "p1", "", "a", "", "p2", "", "b", "", "p3", "0,5,3,", "b"};
+    freeReplyObject(server_cmd(rc, "RPUSH t:{g}:g:r:a old"));
+    refused_on_wrongtype(rc, RJQ__S_GENQUEUE, "t:{g}:g:r:b", "list", args, 14);
+    refused_on_wrongtype(rc, RJQ__S_GENQUEUE, "t:{g}:g:p:b", "zset", args, 14);
+    const char *one[] = {"0", "", "", "p1", "", "a"};
+    refused_on_wrongtype(rc, RJQ__S_GENQUEUE, "t:{g}:g:p:a", "zset", one, 6);
+    redisReply *r = eval_script(rc, RJQ__S_GENQUEUE, "g", args, 14);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 6);
+    freeReplyObject(r);
+    ASSERT_EQ(2, server_int(rc, "LLEN t:{g}:g:r:a"));
+    ASSERT_EQ(1, server_int(rc, "LLEN t:{g}:g:r:b"));
+    ASSERT_EQ(1, server_int(rc, "ZCARD t:{g}:g:p:b"));
+    redisFree(rc);
+    server_stop_guarded(&s);
+}
+
 /* Running a delayed group job now checks the groups' keys it reads (the
  * job hash, the delayed set) and those its group's ready list and ring
  * write before its first write: a wrongly typed one is refused naming it,

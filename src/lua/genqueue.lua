@@ -45,37 +45,35 @@ local J = columns(cols)
 
 -- Each job's options and group first (no writes yet): its group rides as
 -- its last header (GROUPS.hinted in groups_lib.lua). (A turn's jobs mostly
--- share their options text: each text is read once.)
+-- share their options text, whatever their groups: each text is read
+-- once, its stored value then ends with "rjq.group=", the group's name
+-- appended per job.)
 local ids, gs, joins, delay, pri, stored = {}, {}, {}, {}, {}, {}
 local read, glist, gseen = {}, {}, {}
 for i = 1, n do
   local at = FIRST + 4 * i - 4
   local o, g = ARGV[at + 2], ARGV[at + 3]
-  if #g == 0 or #g > 64 or not string.match(g, GROUPS.NAME) then
-    return redis.error_reply('ERR rjq genqueue: bad group name')
+  if not gseen[g] then
+    if #g == 0 or #g > 64 or not string.match(g, GROUPS.NAME) then
+      return redis.error_reply('ERR rjq genqueue: bad group name')
+    end
+    gseen[g] = true; glist[#glist + 1] = g
   end
   if string.byte(o, 1) == 43 then joins[i] = true; o = string.sub(o, 2) end -- '+'
-  if o == '' then o = '0,0,3,' end
-  o = o .. '\n' .. GROUPS.HEADER .. g
   local r = read[o]
   if not r then
-    local d, p, s, _, debounce = job_options(o)
+    local d, p, s, _, debounce = job_options((o == '' and '0,0,3,' or o) .. '\n' .. GROUPS.HEADER)
     if not d or debounce then return redis.error_reply('ERR rjq genqueue: bad job options') end
     r = {d, p, s}
     read[o] = r
   end
-  ids[i], gs[i], delay[i], pri[i], stored[i] = ARGV[at], g, r[1], r[2], r[3]
-  if not gseen[g] then gseen[g] = true; glist[#glist + 1] = g end
+  ids[i], gs[i], delay[i], pri[i], stored[i] = ARGV[at], g, r[1], r[2], r[3] .. g
 end
-local spec = {stats, 'hash', J.d, 'hash', J.s, 'hash', J.o, 'hash', meta, 'hash', groups .. 'job', 'hash',
+-- (the groups' lists and priority sets: below, not a TYPE per group)
+expect_types({stats, 'hash', J.d, 'hash', J.s, 'hash', J.o, 'hash', meta, 'hash', groups .. 'job', 'hash',
               groups .. 'ring', 'zset', groups .. 'all', 'zset', groups .. 'delayed', 'zset',
-              groups .. 'conf', 'hash', groups .. 'depth', 'zset', groups .. 'busy', 'zset'}
-for _, g in ipairs(glist) do
-  spec[#spec + 1] = groups .. 'r:' .. g; spec[#spec + 1] = 'list'
-  spec[#spec + 1] = groups .. 'p:' .. g; spec[#spec + 1] = 'zset'
-end
-expect_types(spec)
-int_fields(stats, 'seq', 'skipped', 'gready')
+              groups .. 'conf', 'hash', groups .. 'depth', 'zset', groups .. 'busy', 'zset'})
+local seq = int_fields(stats, 'seq', 'skipped', 'gready')[1] or 0
 
 -- ids given that exist already
 local given, taken = {}, {}
@@ -120,7 +118,9 @@ while i <= n do
       adds = adds + 1
       local b = bound[g]
       if b and not gwhy then
-        if not gw[g] then gw[g] = redis.call('LLEN', groups .. 'r:' .. g) + redis.call('ZCARD', groups .. 'p:' .. g) end
+        if not gw[g] then
+          gw[g] = typed('list', 'LLEN', groups .. 'r:' .. g) + typed('zset', 'ZCARD', groups .. 'p:' .. g)
+        end
         local w = gw[g] + (gadd[g] or 0)
         if w >= b then
           gwhy = string.format('RJQFULL the group %s has %d waiting jobs; one more '
@@ -168,7 +168,6 @@ if tbase and any_ready then
   pick = typed('hash', 'HRANDFIELD', idle, 1, 'WITHVALUES')
   if #pick > 0 and pick[1] ~= CONTROL_MARK then expect_types({active, 'zset', deadlines, 'zset'}) end
 end
-local seq = redis.call('HINCRBY', stats, 'seq', #new) - #new
 local now = now_ms()
 local qtimes = int(now) .. ',,'
 local sready, sdelayed = state_value('ready', '0', nil, qtimes), state_value('delayed', '0', nil, qtimes)
@@ -194,6 +193,41 @@ for _, k in ipairs(new) do
     else b[2][#b[2] + 1] = prio_score(pri[k], seq); b[2][#b[2] + 1] = id end
   end
 end
+
+-- The groups' lists and priority sets: a group that enters the depth
+-- index has its priority set read (GROUPS.deepen), so it is checked; the
+-- call's first writes are the groups' ready ids, each write checking its
+-- own key's type (lib.lua undoable: one refused undoes those before it,
+-- nothing written), not a TYPE of two keys per group.
+local u = undoable()
+if #gready > 0 then
+  local sc, chk = zmscore_sparse(groups .. 'depth', gready), {}
+  for k, g in ipairs(gready) do
+    if not sc[k] then chk[#chk + 1] = groups .. 'p:' .. g; chk[#chk + 1] = 'zset' end
+  end
+  if #chk > 0 then expect_types(chk) end
+  for _, g in ipairs(gready) do
+    local b = byg[g]
+    for part_at = 1, #b[1], CHUNK do
+      local rk = groups .. 'r:' .. g
+      local part = #b[1] <= CHUNK and b[1] or {unpack(b[1], part_at, math.min(part_at + CHUNK - 1, #b[1]))}
+      u.call('list', function() return function() redis.call('RPOP', rk, #part) end end,
+             'RPUSH', rk, unpack(part))
+    end
+    for part_at = 1, #b[2], 2 * CHUNK do
+      local pk = groups .. 'p:' .. g
+      local part = {unpack(b[2], part_at, math.min(part_at + 2 * CHUNK - 1, #b[2]))}
+      u.call('zset', function()
+        return function() -- (the ids are new: none was in the set)
+          local m = {}
+          for j = 2, #part, 2 do m[#m + 1] = part[j] end
+          redis.call('ZREM', pk, unpack(m))
+        end
+      end, 'ZADD', pk, unpack(part))
+    end
+  end
+end
+redis.call('HINCRBY', stats, 'seq', #new)
 call_all('HSET', J.d, dcol, 2)
 call_all('HSET', J.o, ocol, 2)
 call_all('HSET', groups .. 'job', jcol, 2)
@@ -213,17 +247,12 @@ for _, k in ipairs(later) do
   end
 end
 
--- ready jobs: per group, in at once, its index, listing and ring place
--- once (GROUPS.push's steps for several ids)
+-- ready jobs (in their groups already, above): per group its index,
+-- listing and ring place once (GROUPS.push's steps for several ids)
 if #gready > 0 then
   gc.hold = #pick > 0 -- (the doorbell: only for work the push leaves)
   local total, first_rated = 0, {}
-  for _, g in ipairs(gready) do
-    local b = byg[g]
-    if #b[1] > 0 then call_all('RPUSH', groups .. 'r:' .. g, b[1]) end
-    if #b[2] > 0 then call_all('ZADD', groups .. 'p:' .. g, b[2], 2) end
-    total = total + #b[1] + #b[2] / 2
-  end
+  for _, g in ipairs(gready) do total = total + #byg[g][1] + #byg[g][2] / 2 end
   redis.call('HINCRBY', stats, 'gready', total)
   for _, g in ipairs(gready) do
     local b = byg[g]

@@ -200,8 +200,10 @@ end
 -- own key's type (lib.lua undoable: one refused undoes those before it,
 -- nothing written), not a TYPE of two keys per group.
 local u = undoable()
+local sc = {} -- the depth index's scores of the groups of gready (nil: not in it)
 if #gready > 0 then
-  local sc, chk = zmscore_sparse(groups .. 'depth', gready), {}
+  local chk = {}
+  sc = zmscore_sparse(groups .. 'depth', gready)
   for k, g in ipairs(gready) do
     if not sc[k] then chk[#chk + 1] = groups .. 'p:' .. g; chk[#chk + 1] = 'zset' end
   end
@@ -254,9 +256,26 @@ if #gready > 0 then
   local total, first_rated = 0, {}
   for _, g in ipairs(gready) do total = total + #byg[g][1] + #byg[g][2] / 2 end
   redis.call('HINCRBY', stats, 'gready', total)
+  -- the depth index (GROUPS.deepen for all the call's groups: their
+  -- scores read above, one ZADD): a group with a count gets it plus its
+  -- new ids; one entering it (or at 0) is counted from its keys and
+  -- leaves the busy set
+  local before, za, unbusy = {}, {}, {} -- (before: the ready ids a group had)
+  for k, g in ipairs(gready) do
+    local add, was = #byg[g][1] + #byg[g][2] / 2, sc[k] and -tonumber(sc[k]) or 0
+    if was > 0 then
+      before[g] = was
+      za[#za + 1] = negnum(was + add); za[#za + 1] = g
+    else
+      local d = redis.call('LLEN', groups .. 'r:' .. g) + redis.call('ZCARD', groups .. 'p:' .. g)
+      za[#za + 1] = negnum(d); za[#za + 1] = g
+      unbusy[#unbusy + 1] = g
+    end
+  end
+  call_all('ZADD', groups .. 'depth', za, 2)
+  if #unbusy > 0 then call_all('ZREM', groups .. 'busy', unbusy) end
   for _, g in ipairs(gready) do
-    local b = byg[g]
-    local had = GROUPS.deepen(groups, g, #b[1] + #b[2] / 2)
+    local had = before[g]
     gc.rated = nil
     GROUPS.offer(groups, J, g, gc, had)
     -- (listed: a group that had ready ids is already; no ZADD per enqueue

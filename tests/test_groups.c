@@ -49,6 +49,68 @@ static enqueue_wait enqueue_in(test_env *e, rjq_queue *q, const char *payload, c
     return enqueue_job(e->base, q, payload, &o);
 }
 
+/* The results of one loop turn's enqueues, one slot each. */
+typedef struct turn_results {
+    int want, done, all;
+    int status[16], existed[16];
+    size_t n[16];
+    char id[16][64];
+} turn_results;
+
+typedef struct turn_slot {
+    turn_results *t;
+    int i;
+} turn_slot;
+
+static void on_turn_enqueued(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n,
+                             void *data) {
+    turn_slot *s = data;
+    (void)c;
+    s->t->status[s->i] = status;
+    s->t->n[s->i] = n;
+    if (status == RJQ_OK && n >= 1) {
+        s->t->existed[s->i] = rjq_enqueued_get(jobs, 0)->existed;
+        snprintf(s->t->id[s->i], sizeof s->t->id[0], "%s", rjq_enqueued_get(jobs, 0)->id);
+    }
+    s->t->all = ++s->t->done == s->t->want;
+}
+
+/* Enqueue n jobs in one loop turn (ids[i] NULL: anonymous; its payload
+ * its id or "x"), then run the loop until every callback came. Returns
+ * the script calls the turn made. */
+static long long enqueue_one_turn(test_env *e, const char *const *ids, const char *const *groups,
+                                  const int *prio, int n, turn_results *t) {
+    static turn_slot s[16];
+    memset(t, 0, sizeof *t);
+    t->want = n;
+    long long calls = server_script_calls(e->rc);
+    for (int i = 0; i < n; i++) {
+        rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+        o.id = ids[i];
+        o.group = groups[i];
+        o.priority = prio ? prio[i] : 0;
+        s[i] = (turn_slot){t, i};
+        const char *p = ids[i] ? ids[i] : "x";
+        ASSERT_OK(rjq_enqueue(e->q, p, strlen(p), &o, on_turn_enqueued, &s[i]));
+    }
+    ASSERT(loop_until(e->base, &t->all, 10000));
+    return server_script_calls(e->rc) - calls;
+}
+
+/* key's list (LRANGE) or zset (ZRANGE) members joined by ','. */
+static const char *members(test_env *e, const char *cmd, const char *key) {
+    static char out[256];
+    out[0] = '\0';
+    redisReply *r = server_cmd(e->rc, "%s %s 0 -1", cmd, key);
+    ASSERT(r->type == REDIS_REPLY_ARRAY);
+    for (size_t i = 0; i < r->elements; i++) {
+        if (out[0]) strncat(out, ",", sizeof out - strlen(out) - 1);
+        strncat(out, r->element[i]->str, sizeof out - strlen(out) - 1);
+    }
+    freeReplyObject(r);
+    return out;
+}
+
 /* A handler that completes its job at once, noting the payloads in order. */
 typedef struct ran {
     char order[200][16];
@@ -1340,6 +1402,45 @@ TEST(an_idle_worker_gets_group_jobs_pushed_within_their_groups_limits) {
     env_stop(&e);
 }
 
+/* One turn's group jobs (one genqueue call) pushed to an idle worker of 3
+ * slots: as many as the groups' limits let start (a at most 1 running:
+ * a1, b1, b2 pushed, no claim), the rest waiting in its group; a's slot
+ * freed starts a2. */
+TEST(one_turns_group_jobs_are_pushed_to_an_idle_worker_within_their_groups_limits) {
+    test_env e;
+    env_start(&e, "gq");
+    set_limits(&e, "a", 1, 0);
+    static holding h;
+    rjq_worker *w = idle_holder(&e, "gq", &h, 0);
+    long long claims = claims_run(e.rc);
+    const char *ids[] = {"a1", "a2", "b1", "b2"};
+    const char *grp[] = {"a", "a", "b", "b"};
+    turn_results t; /* (the turn's one call: counted in the test below; here a held
+                     * job's lease may add its own) */
+    ASSERT(enqueue_one_turn(&e, ids, grp, NULL, 4, &t) >= 1);
+    for (int i = 0; i < 4; i++) ASSERT_OK(t.status[i]);
+    WAIT_FOR(e.base, h.n == 3, 10000);
+    int a = 0, b = 0;
+    for (int i = 0; i < 3; i++) {
+        if (h.id[i][0] == 'a') a++;
+        if (h.id[i][0] == 'b') b++;
+    }
+    ASSERT_EQ(1, a);
+    ASSERT_EQ(2, b);
+    ASSERT_EQ(claims, claims_run(e.rc)); /* (pushed: no claim ran) */
+    ASSERT_EQ(1, groups_of(&e, "a").depth[0]);
+    ASSERT_EQ(1, groups_of(&e, "a").active[0]);
+    for (int i = 0; i < 3; i++)
+        if (h.id[i][0] == 'a') ASSERT_OK(rjq_job_complete(h.job[i], "", 0, NULL, NULL));
+    WAIT_FOR(e.base, h.n == 4, 10000);
+    ASSERT_STREQ("a2", h.id[3]);
+    for (int i = 0; i < 4; i++)
+        if (strcmp(h.id[i], "a1") != 0) ASSERT_OK(rjq_job_complete(h.job[i], "", 0, NULL, NULL));
+    WAIT_FOR(e.base, server_int(e.rc, "EXISTS t:{gq}:g:job t:{gq}:g:all") == 0, 10000);
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
 TEST(a_group_at_its_rate_limit_gets_nothing_pushed) {
     test_env e;
     env_start(&e, "gu");
@@ -1953,68 +2054,6 @@ TEST(a_claims_cancelled_group_id_between_others_is_skipped_and_the_others_keep_t
 }
 
 /* ---- one loop turn's group jobs: one genqueue call (issue 40, gbatch) ---- */
-
-/* The results of one loop turn's enqueues, one slot each. */
-typedef struct turn_results {
-    int want, done, all;
-    int status[16], existed[16];
-    size_t n[16];
-    char id[16][64];
-} turn_results;
-
-typedef struct turn_slot {
-    turn_results *t;
-    int i;
-} turn_slot;
-
-static void on_turn_enqueued(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n,
-                             void *data) {
-    turn_slot *s = data;
-    (void)c;
-    s->t->status[s->i] = status;
-    s->t->n[s->i] = n;
-    if (status == RJQ_OK && n >= 1) {
-        s->t->existed[s->i] = rjq_enqueued_get(jobs, 0)->existed;
-        snprintf(s->t->id[s->i], sizeof s->t->id[0], "%s", rjq_enqueued_get(jobs, 0)->id);
-    }
-    s->t->all = ++s->t->done == s->t->want;
-}
-
-/* Enqueue n jobs in one loop turn (ids[i] NULL: anonymous; its payload
- * its id or "x"), then run the loop until every callback came. Returns
- * the script calls the turn made. */
-static long long enqueue_one_turn(test_env *e, const char *const *ids, const char *const *groups,
-                                  const int *prio, int n, turn_results *t) {
-    static turn_slot s[16];
-    memset(t, 0, sizeof *t);
-    t->want = n;
-    long long calls = server_script_calls(e->rc);
-    for (int i = 0; i < n; i++) {
-        rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
-        o.id = ids[i];
-        o.group = groups[i];
-        o.priority = prio ? prio[i] : 0;
-        s[i] = (turn_slot){t, i};
-        const char *p = ids[i] ? ids[i] : "x";
-        ASSERT_OK(rjq_enqueue(e->q, p, strlen(p), &o, on_turn_enqueued, &s[i]));
-    }
-    ASSERT(loop_until(e->base, &t->all, 10000));
-    return server_script_calls(e->rc) - calls;
-}
-
-/* key's list (LRANGE) or zset (ZRANGE) members joined by ','. */
-static const char *members(test_env *e, const char *cmd, const char *key) {
-    static char out[256];
-    out[0] = '\0';
-    redisReply *r = server_cmd(e->rc, "%s %s 0 -1", cmd, key);
-    ASSERT(r->type == REDIS_REPLY_ARRAY);
-    for (size_t i = 0; i < r->elements; i++) {
-        if (out[0]) strncat(out, ",", sizeof out - strlen(out) - 1);
-        strncat(out, r->element[i]->str, sizeof out - strlen(out) - 1);
-    }
-    freeReplyObject(r);
-    return out;
-}
 
 /* The group jobs of one loop turn go in one script call whatever their
  * groups (not one call per job), each reported on its own: the bound of

@@ -213,8 +213,11 @@ if #gready > 0 then
     for part_at = 1, #b[1], CHUNK do
       local rk = groups .. 'r:' .. g
       local part = #b[1] <= CHUNK and b[1] or {unpack(b[1], part_at, math.min(part_at + CHUNK - 1, #b[1]))}
-      u.call('list', function() return function() redis.call('RPOP', rk, #part) end end,
-             'RPUSH', rk, unpack(part))
+      u.call('list', function()
+        return function() -- (from the tail: LREM, which the worker's ACL has, not RPOP)
+          for j = #part, 1, -1 do redis.call('LREM', rk, -1, part[j]) end
+        end
+      end, 'RPUSH', rk, unpack(part))
     end
     for part_at = 1, #b[2], 2 * CHUNK do
       local pk = groups .. 'p:' .. g

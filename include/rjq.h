@@ -978,10 +978,11 @@ typedef struct rjq_job_options {
     int reserved2;        /* keep 0 (room for a later field: RJQ_EINVAL
                              when set) */
     /* The job's group (a tenant id; README "Groups", "Job groups" below):
-     * 1..RJQ_GROUP_NAME_MAX bytes of [A-Za-z0-9_.:@-]; NULL: none. Only
-     * rjq_enqueue() takes it (a batch item, an await's enqueue or a
-     * schedule with a group: RJQ_EINVAL), not with a debounce or a
-     * dependency (RJQ_EINVAL). On a sharded queue's handle the job goes to
+     * 1..RJQ_GROUP_NAME_MAX bytes of [A-Za-z0-9_.:@-]; NULL: none.
+     * rjq_enqueue() and rjq_enqueue_batch() take it (a batch's items all
+     * have a group, any groups, or none has: else RJQ_EINVAL; an await's
+     * enqueue or a schedule with a group: RJQ_EINVAL), not with a debounce
+     * or a dependency (RJQ_EINVAL). On a sharded queue's handle the job goes to
      * its group's shard (crc16(group) mod N): an id given with it must
      * route there too (crc16(id) mod N the same, else RJQ_EINVAL, nothing
      * written); an anonymous one gets a made id that does. */
@@ -1047,7 +1048,11 @@ RJQ_API int rjq_enqueue(rjq_queue *q, const void *payload, size_t len,
  * batch whole, also when it shares a script call with other enqueues of
  * the loop turn, each of which is admitted on its own; the Redis user needs MULTI and EXEC, which the producer
  * role of `rjq acl` has). Same errors as rjq_enqueue(); any invalid item fails the
- * whole call synchronously. A batch of many MiB is copied whole by the
+ * whole call synchronously. Items with a group (rjq_job_options.group:
+ * every item has one, or none) go in one call as one unit too: refused
+ * whole (RJQ_EFULL) when the queue's bound or one of their groups' bounds
+ * would refuse one of them; such a batch never goes as several calls nor
+ * with payloads ahead. A batch of many MiB is copied whole by the
  * client; while more than 1 MiB of earlier requests is still unwritten,
  * it waits in the client (see command_timeout_ms).
  * Payloads ahead: the jobs gathered in one loop turn (or one batch) that
@@ -1854,8 +1859,12 @@ RJQ_API int rjq_queue_set_limits(rjq_queue *q, const rjq_limits *l, rjq_count_cb
  * On a sharded queue a group lives on one shard (crc16(group) mod N, as a
  * job id): its limits and pause are exact; the calls below route a group's
  * settings to its shard, the defaults of every group to every shard, and
- * merge the listing over the shards. Not built yet: group jobs in batches,
- * awaits, schedules and dependencies.
+ * merge the listing over the shards. A loop turn's group jobs (rjq_enqueue
+ * calls, rjq_enqueue_batch items) go in one script call per queue (per
+ * shard), whatever their groups, as plain jobs do; each rjq_enqueue is
+ * admitted on its own (a group's bound refuses only the job past it), an
+ * rjq_enqueue_batch whole. Not built yet: group jobs in awaits, schedules
+ * and dependencies.
  */
 #define RJQ_GROUP_NAME_MAX 64
 

@@ -49,8 +49,15 @@
  * batches are. A batch sent as several calls (flush_parts) is looked up
  * by the script whatever its marks.
  *
- * Two batches per queue: [0] plain, [1] recording a reply channel
- * (enqueue + await; the channel is the client's, so it is one per batch).
+ * Three batches per queue: [0] plain, [1] recording a reply channel
+ * (enqueue + await; the channel is the client's, so it is one per batch),
+ * [2] jobs with a group (README "Groups"): sent to genqueue.lua, one call
+ * for all of a turn's group jobs whatever their groups, each with its
+ * group, under the same rules (an entry admitted whole or refused whole,
+ * by the queue's bound or a group's; call order; re-sent when every job
+ * has an id; self-clocked). Such a batch never goes as several calls nor
+ * with its payloads ahead (a batch past RJQ__ENQUEUE_BYTES goes as one
+ * call), and made ids are looked up as caller ids in it.
  *
  * Payloads ahead. Redis' Lua hashes every byte of every string that enters
  * a script, so payloads of KiB cost the enqueue script more than all else
@@ -78,7 +85,6 @@
 #include <string.h>
 
 #include "deps.h"
-#include "groups.h"
 #include "enqueue.h"
 #include "headers.h"
 #include "history.h"
@@ -99,6 +105,7 @@ typedef struct batch {
     int all_ids;              /* every job has a caller id: re-sendable */
     int plain;                /* every job is anonymous, of priority 0 */
     int made;                 /* jobs with made ids (" <id>"): not re-sent as is */
+    int grouped;              /* jobs of groups (genqueue.lua: b[2]) */
     size_t payload_bytes;     /* of all its jobs' payloads */
     size_t fixed_len;         /* the arguments every call repeats (up to ARGV 3) */
     int fixed_nargs;
@@ -135,7 +142,7 @@ typedef struct pool {
 } pool;
 
 typedef struct part {
-    batch b[2];
+    batch b[3];               /* plain, recording a reply channel, of groups */
     pool pool;
     rjq__buf pre;             /* send_ahead's HSETNX commands (reused) */
     rjq__buf spare;           /* a batch's argument buffer back from a batch
@@ -313,7 +320,8 @@ static void undropped(const sent_batch *s);
 static void call_ended(rjq_client *c, rjq_queue *q) {
     part *p = rjq__queue_part(q, RJQ__PART_ENQUEUE);
     RJQ_ASSERT(p != NULL && p->inflight > 0); /* (counted by flush_batch) */
-    if (--p->inflight == 0 && (p->b[0].n || p->b[1].n) && !rjq__closing(c)) rjq__queue_kick(q);
+    if (--p->inflight == 0 && (p->b[0].n || p->b[1].n || p->b[2].n) && !rjq__closing(c))
+        rjq__queue_kick(q);
 }
 
 static int resend_checked(sent_batch *s);
@@ -847,6 +855,13 @@ static int send_ahead(rjq_queue *q, part *p, batch *b, sent_batch *s) {
     return rc;
 }
 
+/* A batch of group jobs: one genqueue.lua call (see the top of this file). */
+static int send_grouped(rjq_queue *q, batch *b, sent_batch *s) {
+    return rjq__script_buf(rjq_queue_get_client(q), RJQ__S_GENQUEUE,
+                           (b->all_ids ? RJQ__REQ_RETRY : 0) | RJQ__REQ_DURABLE, on_enqueued, s,
+                           b->nargs, &b->args);
+}
+
 /* Send the batch: with its payloads ahead when it can, else the usual way. */
 static void flush_batch(rjq_queue *q, batch *b) {
     if (b->n == 0) return;
@@ -871,7 +886,7 @@ static void flush_batch(rjq_queue *q, batch *b) {
                 s->want_pool = 1;
             }
         }
-        if (rc != RJQ_OK) rc = send_usual(q, b, s);
+        if (rc != RJQ_OK) rc = b->grouped ? send_grouped(q, b, s) : send_usual(q, b, s);
     }
     if (rc == RJQ_OK) {
         rjq__queue_hold(q); /* released by on_enqueued */
@@ -958,13 +973,14 @@ static void learn(rjq_queue *q, part *p) {
 static void flush_both(rjq_queue *q, part *p) {
     flush_batch(q, &p->b[0]);
     flush_batch(q, &p->b[1]);
+    flush_batch(q, &p->b[2]);
 }
 
 /* The queue's batches go, unless one of its calls is in flight: then
  * they go when its calls have ended (self-clocking, call_ended). */
 static void part_tick(rjq_queue *q, void *state) {
     part *p = state;
-    if ((p->b[0].n || p->b[1].n) && !p->learning &&
+    if ((p->b[0].n || p->b[1].n || p->b[2].n) && !p->learning &&
         (p->learnt_ms == 0 || rjq__now_ms() - p->learnt_ms >= RJQ_INDEX_RELEARN_MS))
         learn(q, p);
     if (p->inflight == 0) flush_both(q, p);
@@ -973,14 +989,14 @@ static void part_tick(rjq_queue *q, void *state) {
 static void part_abort(rjq_queue *q, void *state) {
     part *p = state;
     rjq_client *c = rjq_queue_get_client(q);
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < 3; i++)
         if (p->b[i].n) fail_batch(c, &p->b[i], RJQ_ECANCELED);
 }
 
 static void part_close(rjq_queue *q, void *state) {
     part *p = state;
     (void)q;
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 3; i++) {
         rjq__buf_free(&p->b[i].args);
         free(p->b[i].items);
     }
@@ -1001,7 +1017,7 @@ static void before_send(rjq_client *c, void *state, int slot, int link) {
     int pin = 0, pinned = 0; /* the request's master, looked up once, when needed */
     for (rjq_queue *q = rjq__queue_first(c); q && e->pending; q = rjq__queue_next(q)) {
         part *p = rjq__queue_part(q, RJQ__PART_ENQUEUE);
-        if (p == NULL || (p->b[0].n == 0 && p->b[1].n == 0)) continue;
+        if (p == NULL || (p->b[0].n == 0 && p->b[1].n == 0 && p->b[2].n == 0)) continue;
         int qs = p->inflight == 0 || slot < 0 ? -1 : rjq__queue_slot(q);
         if (qs >= 0 && qs != slot && link && !pinned) {
             pin = rjq__route_master_pin(c, slot);
@@ -1035,6 +1051,21 @@ static part *part_of(rjq_queue *q) {
     p->pool.q = q;
     rjq__queue_set_part(q, RJQ__PART_ENQUEUE, &part_ops, p);
     return p;
+}
+
+/* genqueue.lua's fixed arguments: the bound, the token base. */
+static void start_grouped(rjq_queue *q, batch *b) {
+    rjq__buf *a = &b->args;
+    rjq__buf_script_keys(a, q, RJQ__S_GENQUEUE);
+    char num[24];
+    snprintf(num, sizeof num, "%ld", rjq__queue_max_waiting(q)); /* (it counts group jobs) */
+    rjq__buf_arg_str(a, num);
+    char tbase[16]; /* tokens of jobs pushed to idle workers */
+    rjq__random_word(rjq_queue_get_client(q), tbase, 10);
+    strcat(tbase, "p");
+    rjq__buf_arg_str(a, tbase);
+    b->fixed_len = a->len;
+    b->fixed_nargs = b->nargs = 1 + rjq__scripts[RJQ__S_GENQUEUE].nkeys + 2;
 }
 
 /* The script's fixed arguments, written when a batch starts. */
@@ -1092,15 +1123,41 @@ static size_t group_bytes(const rjq_enqueue_item *items, size_t n) {
     return bytes;
 }
 
+/* 1 when the entry's jobs have groups (all of them: a batch mixing jobs
+ * with and without one is refused), 0 when none has, else RJQ_EINVAL (a
+ * reply channel with a group) or the queue's RJQ_ECLOSED (each job's
+ * group is checked with the job: rjq__enqueue_check_grouped). */
+static int items_grouped(rjq_queue *q, const rjq_enqueue_item *items, size_t n,
+                         const char *reply_channel) {
+    rjq_client *c = rjq_queue_get_client(q);
+    int grouped = items[0].opts && items[0].opts->group;
+    for (size_t i = 0; i < n; i++)
+        if ((items[i].opts && items[i].opts->group) != grouped) {
+            rjq__errmsg(c, "enqueue: a batch's jobs all have a group, or none has one");
+            return RJQ_EINVAL;
+        }
+    if (grouped && reply_channel) {
+        rjq__errmsg(c, "enqueue: an awaited job has no group");
+        return RJQ_EINVAL;
+    }
+    if (grouped) {
+        int rc = rjq__queue_usable(q, "enqueue with a group");
+        if (rc != RJQ_OK) return rc;
+    }
+    return grouped;
+}
+
 /* Append n jobs reported to one entry (cb or fn); all or nothing. */
 static int add_group(rjq_queue *q, const rjq_enqueue_item *items, size_t n,
                      const char *reply_channel, rjq_enqueue_cb *cb, rjq__enqueued_fn *fn,
                      void *data) {
     rjq_client *c = rjq_queue_get_client(q);
     if (!rjq__accepting(c)) return RJQ_ECLOSED;
+    int grouped = items_grouped(q, items, n, reply_channel);
+    if (grouped < 0) return grouped;
     part *p = part_of(q);
     if (p == NULL) return RJQ_ENOMEM;
-    batch *b = &p->b[reply_channel ? 1 : 0];
+    batch *b = &p->b[grouped ? 2 : reply_channel ? 1 : 0];
     int ids = group_all_ids(items, n);
     /* A batch lands whole in one call: send what is gathered first when
      * this one would make the call too long or too big, or when one of
@@ -1113,9 +1170,11 @@ static int add_group(rjq_queue *q, const rjq_enqueue_item *items, size_t n,
     size_t save_len = b->args.len, save_n = b->n;
     int save_nargs = b->nargs, rc = RJQ_OK;
     if (b->n == 0) {
-        start_batch(q, b, reply_channel);
+        if (grouped) start_grouped(q, b);
+        else start_batch(q, b, reply_channel);
+        b->grouped = grouped;
         b->all_ids = ids;
-        b->plain = 1;
+        b->plain = !grouped;
         b->made = 0;
         b->payload_bytes = 0;
     }
@@ -1126,10 +1185,10 @@ static int add_group(rjq_queue *q, const rjq_enqueue_item *items, size_t n,
         /* '+': admitted with the job before it (enqueue.lua), so a bounded
          * queue takes or refuses a group whole and every other job alone */
         char opts[RJQ__OPTS_MAX + 1] = "+";
-        if ((rc = rjq__enqueue_check(q, &items[i], opts + 1)) != RJQ_OK) break;
         const rjq_job_options *o = items[i].opts;
+        if ((rc = rjq__enqueue_check_grouped(q, &items[i], opts + 1)) != RJQ_OK) break;
         size_t off = b->args.len;
-        if (o && is_made(e, o->id)) { /* " <id>" (see "Made ids" above) */
+        if (o && !grouped && is_made(e, o->id)) { /* " <id>" (see "Made ids" above) */
             char marked[RJQ_JOB_ID_MAX + 2] = " ";
             size_t idlen = strlen(o->id);
             memcpy(marked + 1, o->id, idlen);
@@ -1140,6 +1199,7 @@ static int add_group(rjq_queue *q, const rjq_enqueue_item *items, size_t n,
         }
         rjq__buf_arg(&b->args, items[i].payload, items[i].len);
         put_options(&b->args, i > 0 ? opts : opts + 1, o);
+        if (grouped) rjq__buf_arg_str(&b->args, o->group);
         if (o && (o->id || o->priority != 0)) b->plain = 0;
         b->payload_bytes += items[i].len;
         item *it = &b->items[b->n++];
@@ -1168,7 +1228,7 @@ static int add_group(rjq_queue *q, const rjq_enqueue_item *items, size_t n,
         return add_group(q, items, n, reply_channel, cb, fn, data); /* (b is empty now) */
     }
     RJQ_ASSERT(b->n > 0 && b->n <= RJQ_BATCH_MAX); /* (flushed above when it would be more) */
-    b->nargs += 3 * (int)n;
+    b->nargs += (grouped ? 4 : 3) * (int)n;
     state_of(c)->pending += n;
     rjq__want_flush(c);
     rjq__queue_kick(q);
@@ -1272,7 +1332,6 @@ int rjq__enqueue_one(rjq_queue *q, const void *payload, size_t len, const rjq_jo
     const rjq_job_options *o;
     if (rjq__job_options_in(rjq_queue_get_client(q), opts, &copy, &o) != RJQ_OK) return RJQ_EINVAL;
     if (o && (o->after || o->n_after)) return rjq__deps_enqueue(q, payload, len, o, cb, data);
-    if (o && o->group) return rjq__groups_enqueue(q, payload, len, o, cb, data);
     rjq_enqueue_item it = {sizeof it, payload, len, o}; /* (this library's: no items_in) */
     return enqueue_items(q, &it, 1, cb, data);
 }

@@ -22,6 +22,12 @@ typedef void rjq__enqueued_fn(rjq_client *c, int status, const char *id, size_t 
  * (RJQ__OPTS_MAX bytes; the queue's job_timeout_ms for a job that gives
  * none). Sets the client's errmsg on failure. */
 int rjq__enqueue_check(rjq_queue *q, const rjq_enqueue_item *it, char *opts);
+
+/* rjq__enqueue_check of a job that may have a group (an item of a batch,
+ * an rjq_enqueue()): its group must be a valid name, without a debounce
+ * or dependencies (else RJQ_EINVAL, errmsg set); the rest is checked as
+ * rjq__enqueue_check does. */
+int rjq__enqueue_check_grouped(rjq_queue *q, const rjq_enqueue_item *it, char *opts);
 /* The caller's job options (NULL: defaults) as this library reads them
  * (rjq.h "Extensible structs"): *out is NULL or copy. RJQ_EINVAL (errmsg
  * set) for a size it does not read. */

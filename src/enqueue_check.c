@@ -2,6 +2,7 @@
  * the enqueues of other files (groups.c, which enqueue.c calls) use it too. */
 #include "enqueue.h"
 #include "headers.h"
+#include "validate.h"
 
 int rjq__enqueue_check(rjq_queue *q, const rjq_enqueue_item *it, char *opts) {
     rjq_client *c = rjq_queue_get_client(q);
@@ -29,4 +30,19 @@ int rjq__enqueue_check(rjq_queue *q, const rjq_enqueue_item *it, char *opts) {
         return RJQ_EINVAL;
     }
     return RJQ_OK;
+}
+
+int rjq__enqueue_check_grouped(rjq_queue *q, const rjq_enqueue_item *it, char *opts) {
+    const rjq_job_options *o = it->opts;
+    if (o == NULL || o->group == NULL) return rjq__enqueue_check(q, it, opts);
+    if (!rjq__valid_group_name(o->group) || o->debounce || o->after || o->n_after) {
+        rjq__errmsg(rjq_queue_get_client(q), "enqueue: a group is 1..%d bytes of "
+                    "[A-Za-z0-9_.:@-], without debounce or dependencies", RJQ_GROUP_NAME_MAX);
+        return RJQ_EINVAL;
+    }
+    rjq_job_options rest = *o; /* (the options the scripts know: the group goes apart) */
+    rest.group = NULL;
+    rjq_enqueue_item chk = *it;
+    chk.opts = &rest;
+    return rjq__enqueue_check(q, &chk, opts);
 }

@@ -1,107 +1,22 @@
 /*
- * Job groups (README "Groups", rjq.h "Job groups"; scripts genqueue.lua,
- * gconf.lua, gstats.lua and the group step of claim.lua, all on
- * groups_lib.lua): the enqueue of a job with a group, a group's limits and
- * pause, and the listing of groups by depth. The claims that start group
- * jobs are the queue's own: a worker needs nothing of this file.
+ * Job groups (README "Groups", rjq.h "Job groups"; scripts gconf.lua,
+ * gstats.lua and the group step of claim.lua, all on groups_lib.lua): a
+ * group's limits and pause, and the listing of groups by depth. (The
+ * enqueue of jobs with a group is enqueue.c's, batched: genqueue.lua.)
+ * The claims that start group jobs are the queue's own: a worker needs
+ * nothing of this file.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "enqueue.h"
 #include "groups.h"
-#include "headers.h"
 #include "validate.h"
 
 /* q's check for a group call (queue.h); cb_ok 0: no callback. A sharded
  * queue's calls reach here on its shards (shard_groups.c). */
 static int usable(rjq_queue *q, int cb_ok) {
     return cb_ok ? rjq__queue_usable(q, "job groups") : RJQ_EINVAL;
-}
-
-/* ---- enqueue ------------------------------------------------------------ */
-
-typedef struct add_ctx {
-    rjq_queue *q;
-    rjq_enqueue_cb *cb;
-    void *data;
-} add_ctx;
-
-static void on_added(rjq_client *c, int status, redisReply *r, void *priv) {
-    add_ctx *a = priv;
-    /* genqueue.lua: { id, existed } */
-    if (status == RJQ_OK && !rjq__reply_id_existed(r, 1)) {
-        rjq__errmsg(c, "enqueue: unexpected reply");
-        status = RJQ_EPROTO;
-    }
-    rjq_enqueued out = {NULL, 0, 0};
-    char id[RJQ_JOB_ID_MAX + 1];
-    if (status == RJQ_OK) {
-        memcpy(id, r->element[0]->str, r->element[0]->len);
-        id[r->element[0]->len] = '\0';
-        out.id = id;
-        out.existed = (int)r->element[1]->integer;
-    }
-    rjq_queue *q = a->q;
-    if (a->cb) a->cb(c, status, status == RJQ_OK ? &out : NULL, status == RJQ_OK ? 1 : 0, a->data);
-    free(a);
-    rjq__queue_release(q);
-}
-
-int rjq__groups_enqueue(rjq_queue *q, const void *payload, size_t len, const rjq_job_options *o,
-                        rjq_enqueue_cb *cb, void *data) {
-    rjq_client *c = rjq_queue_get_client(q);
-    if (!rjq__valid_group_name(o->group) || o->debounce || o->after || o->n_after) {
-        rjq__errmsg(c, "enqueue: a group is 1..%d bytes of [A-Za-z0-9_.:@-], without debounce "
-                       "or dependencies", RJQ_GROUP_NAME_MAX);
-        return RJQ_EINVAL;
-    }
-    rjq_job_options rest = *o; /* the options the scripts know */
-    rest.group = NULL;
-    rjq_enqueue_item it = RJQ_ENQUEUE_ITEM_INIT;
-    it.payload = payload;
-    it.len = len;
-    it.opts = &rest;
-    char opts[RJQ__OPTS_MAX];
-    int rc = rjq__enqueue_check(q, &it, opts);
-    if (rc == RJQ_OK) rc = rjq__queue_usable(q, "enqueue with a group");
-    if (rc != RJQ_OK) return rc;
-    char *text = NULL; /* the options, then '\n' and the headers (headers.h) */
-    size_t tlen = 0;
-    if (o->nheaders &&
-        (text = rjq__headers_options_text(opts, o->headers, o->nheaders, &tlen)) == NULL)
-        return RJQ_ENOMEM;
-    add_ctx *a = malloc(sizeof *a);
-    if (a == NULL) {
-        free(text);
-        return RJQ_ENOMEM;
-    }
-    a->q = q;
-    a->cb = cb;
-    a->data = data;
-    rjq__argv v;
-    rjq__argv_init(&v);
-    rjq__argv_script_keys(&v, q, RJQ__S_GENQUEUE);
-    rjq__argv_str(&v, o->id ? o->id : "");
-    rjq__argv_add(&v, payload ? payload : "", len);
-    if (text) rjq__argv_add(&v, text, tlen);
-    else rjq__argv_str(&v, opts);
-    rjq__argv_str(&v, o->group);
-    rjq__argv_ll(&v, rjq__queue_max_waiting(q)); /* (the queue's bound counts group jobs) */
-    char tbase[16]; /* the token base of a job pushed to an idle worker */
-    rjq__random_word(c, tbase, 10);
-    strcat(tbase, "p");
-    rjq__argv_str(&v, tbase);
-    rjq__queue_register(q);
-    /* a job with a caller's id may be sent again (genqueue reports it
-     * existing); a numbered one not. (The arguments point at text: freed
-     * once sent.) */
-    rc = rjq__queue_script(q, RJQ__S_GENQUEUE, (o->id ? RJQ__REQ_RETRY : 0) | RJQ__REQ_DURABLE,
-                           on_added, a, &v);
-    free(text);
-    if (rc != RJQ_OK) free(a);
-    return rc;
 }
 
 /* ---- settings ----------------------------------------------------------- */

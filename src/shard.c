@@ -305,6 +305,7 @@ static void held_free(held *h) {
     for (size_t i = 0; h->items && i < h->n; i++) {
         free((void *)h->items[i].payload);
         free((char *)h->jos[i].id);
+        free((char *)h->jos[i].group);
         free((void *)h->jos[i].headers);
     }
     free(h->items);
@@ -1246,7 +1247,7 @@ static int hold_batch(rjq_queue *q, const rjq_enqueue_item *items, size_t n, rjq
         return RJQ_ENOMEM;
     }
     h->n = n;
-    int rc = RJQ_OK;
+    int rc = RJQ_OK, grouped = 0;
     for (size_t i = 0; i < n && rc == RJQ_OK; i++) {
         const rjq_enqueue_item *it = batch_item(c, items, stride, i);
         if (it == NULL) {
@@ -1262,19 +1263,33 @@ static int hold_batch(rjq_queue *q, const rjq_enqueue_item *items, size_t n, rjq
         if (rc == RJQ_OK && o) h->jos[i] = *o;
         const char *uid = rc == RJQ_OK && o ? o->id : NULL;
         const rjq_header *uh = rc == RJQ_OK && o ? o->headers : NULL;
+        const char *ug = rc == RJQ_OK && o ? o->group : NULL;
         h->jos[i].id = NULL;
         h->jos[i].headers = NULL;
+        h->jos[i].group = NULL;
         if (rc != RJQ_OK) break;
+        if ((ug != NULL) != (grouped != 0) && i > 0) {
+            rjq__errmsg(c, "enqueue: a batch's jobs all have a group, or none has one");
+            rc = RJQ_EINVAL;
+            break;
+        }
+        grouped = ug != NULL;
         rjq_enqueue_item check = *to;
         check.payload = p;
         check.opts = o ? &h->jos[i] : NULL;
         h->jos[i].id = uid;
         h->jos[i].headers = uh;
+        h->jos[i].group = ug;
         char enc[RJQ__OPTS_MAX + 1];
-        rc = rjq__enqueue_check(q, &check, enc);
+        rc = rjq__enqueue_check_grouped(q, &check, enc);
         h->jos[i].id = NULL;
         h->jos[i].headers = NULL;
+        h->jos[i].group = NULL;
         if (rc != RJQ_OK) break;
+        if (ug && (h->jos[i].group = strdup(ug)) == NULL) {
+            rc = RJQ_ENOMEM;
+            break;
+        }
         if (uh && h->jos[i].nheaders &&
             (h->jos[i].headers = rjq__headers_dup(uh, h->jos[i].nheaders)) == NULL) {
             rc = RJQ_ENOMEM;
@@ -1320,7 +1335,7 @@ int rjq_enqueue_batch(rjq_queue *q, const rjq_enqueue_item *items, size_t n, rjq
     rjq_job_options *jos = (rjq_job_options *)(its + n);
     int *shard = (int *)(jos + n);
     char *idbufs = (char *)(shard + n); /* the ids made for anonymous items */
-    int rc = RJQ_OK;
+    int rc = RJQ_OK, grouped = 0;
     for (size_t i = 0; i < n && rc == RJQ_OK; i++) {
         const rjq_enqueue_item *it = batch_item(c, items, stride, i);
         if (it == NULL) {
@@ -1333,13 +1348,21 @@ int rjq_enqueue_batch(rjq_queue *q, const rjq_enqueue_item *items, size_t n, rjq
             rc = RJQ_EINVAL;
             break;
         }
+        if (i > 0 && (o && o->group) != grouped) {
+            rjq__errmsg(c, "enqueue: a batch's jobs all have a group, or none has one");
+            rc = RJQ_EINVAL;
+            break;
+        }
+        grouped = o && o->group;
         rjq_queue *to;
-        if ((rc = route_job(q, l, &jos[i], &o, idbufs + i * RJQ__SHARD_ID_MAX, &to)) != RJQ_OK)
+        char *idbuf = idbufs + i * RJQ__SHARD_ID_MAX;
+        if ((rc = grouped ? route_group_job(q, l, &jos[i], &o, idbuf, &to)
+                          : route_job(q, l, &jos[i], &o, idbuf, &to)) != RJQ_OK)
             break;
         its[i].opts = o;
         /* (the check each part would make, before any part is sent) */
         char enc[RJQ__OPTS_MAX + 1];
-        if ((rc = rjq__enqueue_check(to, &its[i], enc)) != RJQ_OK) break;
+        if ((rc = rjq__enqueue_check_grouped(to, &its[i], enc)) != RJQ_OK) break;
         for (shard[i] = 0; l->sub[shard[i]] != to; shard[i]++) {}
         s->part[shard[i]].n++;
     }

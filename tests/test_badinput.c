@@ -2309,15 +2309,41 @@ TEST(genqueue_on_wrongtype_group_keys_writes_nothing) {
     test_server s;
     server_start_guarded(&s, NULL);
     redisContext *rc = server_connect(&s);
-    const char *args[] = {"", "pay", "", "a", "0"};
-    refused_on_wrongtype(rc, RJQ__S_GENQUEUE, "t:{g}:g:job", "hash", args, 5);
+    const char *args[] = {"0", "", "", "pay", "", "a"}; /* (bound, no push; one job) */
+    refused_on_wrongtype(rc, RJQ__S_GENQUEUE, "t:{g}:g:job", "hash", args, 6);
     freeReplyObject(server_cmd(rc, "HSET t:{g}:g:conf a %s", "1 1 0 5/1000 -"));
-    refused_on_wrongtype(rc, RJQ__S_GENQUEUE, "t:{g}:g:a:a", "set", args, 5);
-    refused_on_wrongtype(rc, RJQ__S_GENQUEUE, "t:{g}:g:rated", "zset", args, 5);
-    refused_for_counter(rc, RJQ__S_GENQUEUE, "gready", args, 5);
+    refused_on_wrongtype(rc, RJQ__S_GENQUEUE, "t:{g}:g:a:a", "set", args, 6);
+    refused_on_wrongtype(rc, RJQ__S_GENQUEUE, "t:{g}:g:rated", "zset", args, 6);
+    refused_for_counter(rc, RJQ__S_GENQUEUE, "gready", args, 6);
     freeReplyObject(server_cmd(rc, "HDEL t:{g}:stats gready"));
-    assert_script_answers_pair(rc, RJQ__S_GENQUEUE, args, 5, "1");
+    assert_script_answers_pair(rc, RJQ__S_GENQUEUE, args, 6, "1");
     ASSERT_EQ(1, server_int(rc, "LLEN t:{g}:g:r:a"));
+    redisFree(rc);
+    server_stop_guarded(&s);
+}
+
+/* A call of jobs of several groups writes the groups' ready ids first,
+ * each write checking its own key's type: a wrongly typed list or priority
+ * set of a later group undoes those written before it (nothing written,
+ * the error names the key); a group entering the depth index has its
+ * priority set checked (GROUPS.deepen reads it after the writes). */
+TEST(genqueue_of_several_groups_on_a_wrongtype_groups_list_writes_nothing) {
+    test_server s;
+    server_start_guarded(&s, NULL);
+    redisContext *rc = server_connect(&s);
+    /* a1 and b1 of priority 0, b2 of priority 5 */
+    const char *args[] = {"0", "", "", "p1", "", "a", "", "p2", "", "b", "", "p3", "0,5,3,", "b"};
+    freeReplyObject(server_cmd(rc, "RPUSH t:{g}:g:r:a old"));
+    refused_on_wrongtype(rc, RJQ__S_GENQUEUE, "t:{g}:g:r:b", "list", args, 14);
+    refused_on_wrongtype(rc, RJQ__S_GENQUEUE, "t:{g}:g:p:b", "zset", args, 14);
+    const char *one[] = {"0", "", "", "p1", "", "a"};
+    refused_on_wrongtype(rc, RJQ__S_GENQUEUE, "t:{g}:g:p:a", "zset", one, 6);
+    redisReply *r = eval_script(rc, RJQ__S_GENQUEUE, "g", args, 14);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 6);
+    freeReplyObject(r);
+    ASSERT_EQ(2, server_int(rc, "LLEN t:{g}:g:r:a"));
+    ASSERT_EQ(1, server_int(rc, "LLEN t:{g}:g:r:b"));
+    ASSERT_EQ(1, server_int(rc, "ZCARD t:{g}:g:p:b"));
     redisFree(rc);
     server_stop_guarded(&s);
 }

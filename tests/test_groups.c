@@ -50,6 +50,68 @@ static enqueue_wait enqueue_in(test_env *e, rjq_queue *q, const char *payload, c
     return enqueue_job(e->base, q, payload, &o);
 }
 
+/* The results of one loop turn's enqueues, one slot each. */
+typedef struct turn_results {
+    int want, done, all;
+    int status[16], existed[16];
+    size_t n[16];
+    char id[16][64];
+} turn_results;
+
+typedef struct turn_slot {
+    turn_results *t;
+    int i;
+} turn_slot;
+
+static void on_turn_enqueued(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n,
+                             void *data) {
+    turn_slot *s = data;
+    (void)c;
+    s->t->status[s->i] = status;
+    s->t->n[s->i] = n;
+    if (status == RJQ_OK && n >= 1) {
+        s->t->existed[s->i] = rjq_enqueued_get(jobs, 0)->existed;
+        snprintf(s->t->id[s->i], sizeof s->t->id[0], "%s", rjq_enqueued_get(jobs, 0)->id);
+    }
+    s->t->all = ++s->t->done == s->t->want;
+}
+
+/* Enqueue n jobs in one loop turn (ids[i] NULL: anonymous; its payload
+ * its id or "x"), then run the loop until every callback came. Returns
+ * the script calls the turn made. */
+static long long enqueue_one_turn(test_env *e, const char *const *ids, const char *const *groups,
+                                  const int *prio, int n, turn_results *t) {
+    static turn_slot s[16];
+    memset(t, 0, sizeof *t);
+    t->want = n;
+    long long calls = server_script_calls(e->rc);
+    for (int i = 0; i < n; i++) {
+        rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+        o.id = ids[i];
+        o.group = groups[i];
+        o.priority = prio ? prio[i] : 0;
+        s[i] = (turn_slot){t, i};
+        const char *p = ids[i] ? ids[i] : "x";
+        ASSERT_OK(rjq_enqueue(e->q, p, strlen(p), &o, on_turn_enqueued, &s[i]));
+    }
+    ASSERT(loop_until(e->base, &t->all, 10000));
+    return server_script_calls(e->rc) - calls;
+}
+
+/* key's list (LRANGE) or zset (ZRANGE) members joined by ','. */
+static const char *members(test_env *e, const char *cmd, const char *key) {
+    static char out[256];
+    out[0] = '\0';
+    redisReply *r = server_cmd(e->rc, "%s %s 0 -1", cmd, key);
+    ASSERT(r->type == REDIS_REPLY_ARRAY);
+    for (size_t i = 0; i < r->elements; i++) {
+        if (out[0]) strncat(out, ",", sizeof out - strlen(out) - 1);
+        strncat(out, r->element[i]->str, sizeof out - strlen(out) - 1);
+    }
+    freeReplyObject(r);
+    return out;
+}
+
 /* A handler that completes its job at once, noting the payloads in order. */
 typedef struct ran {
     char order[200][16];
@@ -449,8 +511,13 @@ TEST(bad_group_names_and_unsupported_combinations_are_refused) {
     o.group = "";
     ASSERT_EQ(RJQ_EINVAL, rjq_enqueue(e.q, "x", 1, &o, NULL, NULL));
     o.group = "ok";
-    rjq_enqueue_item it = {sizeof it, "x", 1, &o};
-    ASSERT_EQ(RJQ_EINVAL, rjq_enqueue_batch(e.q, &it, 1, NULL, NULL));
+    /* a batch mixing jobs with and without a group; one with a bad group */
+    rjq_enqueue_item its[2] = {{sizeof its[0], "x", 1, &o}, {sizeof its[1], "y", 1, NULL}};
+    ASSERT_EQ(RJQ_EINVAL, rjq_enqueue_batch(e.q, its, 2, NULL, NULL));
+    rjq_job_options bad = o;
+    bad.group = "has space";
+    its[1].opts = &bad;
+    ASSERT_EQ(RJQ_EINVAL, rjq_enqueue_batch(e.q, its, 2, NULL, NULL));
     o.id = "dup";
     o.debounce = 1;
     ASSERT_EQ(RJQ_EINVAL, rjq_enqueue(e.q, "x", 1, &o, NULL, NULL));
@@ -1336,6 +1403,45 @@ TEST(an_idle_worker_gets_group_jobs_pushed_within_their_groups_limits) {
     env_stop(&e);
 }
 
+/* One turn's group jobs (one genqueue call) pushed to an idle worker of 3
+ * slots: as many as the groups' limits let start (a at most 1 running:
+ * a1, b1, b2 pushed, no claim), the rest waiting in its group; a's slot
+ * freed starts a2. */
+TEST(one_turns_group_jobs_are_pushed_to_an_idle_worker_within_their_groups_limits) {
+    test_env e;
+    env_start(&e, "gq");
+    set_limits(&e, "a", 1, 0);
+    static holding h;
+    rjq_worker *w = idle_holder(&e, "gq", &h, 0);
+    long long claims = claims_run(e.rc);
+    const char *ids[] = {"a1", "a2", "b1", "b2"};
+    const char *grp[] = {"a", "a", "b", "b"};
+    turn_results t; /* (the turn's one call: counted in the test below; here a held
+                     * job's lease may add its own) */
+    ASSERT(enqueue_one_turn(&e, ids, grp, NULL, 4, &t) >= 1);
+    for (int i = 0; i < 4; i++) ASSERT_OK(t.status[i]);
+    WAIT_FOR(e.base, h.n == 3, 10000);
+    int a = 0, b = 0;
+    for (int i = 0; i < 3; i++) {
+        if (h.id[i][0] == 'a') a++;
+        if (h.id[i][0] == 'b') b++;
+    }
+    ASSERT_EQ(1, a);
+    ASSERT_EQ(2, b);
+    ASSERT_EQ(claims, claims_run(e.rc)); /* (pushed: no claim ran) */
+    ASSERT_EQ(1, groups_of(&e, "a").depth[0]);
+    ASSERT_EQ(1, groups_of(&e, "a").active[0]);
+    for (int i = 0; i < 3; i++)
+        if (h.id[i][0] == 'a') ASSERT_OK(rjq_job_complete(h.job[i], "", 0, NULL, NULL));
+    WAIT_FOR(e.base, h.n == 4, 10000);
+    ASSERT_STREQ("a2", h.id[3]);
+    for (int i = 0; i < 4; i++)
+        if (strcmp(h.id[i], "a1") != 0) ASSERT_OK(rjq_job_complete(h.job[i], "", 0, NULL, NULL));
+    WAIT_FOR(e.base, server_int(e.rc, "EXISTS t:{gq}:g:job t:{gq}:g:all") == 0, 10000);
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
 TEST(a_group_at_its_rate_limit_gets_nothing_pushed) {
     test_env e;
     env_start(&e, "gu");
@@ -1945,5 +2051,118 @@ TEST(a_claims_cancelled_group_id_between_others_is_skipped_and_the_others_keep_t
     ASSERT_EQ(0, server_int(e.rc, "HGET t:{gcx}:stats gready"));
     groups_wait l = groups_of(&e, NULL);
     ASSERT_EQ(2, l.total); /* (a and c run one each; b has nothing) */
+    env_stop(&e);
+}
+
+/* ---- one loop turn's group jobs: one genqueue call (issue 40, gbatch) ---- */
+
+/* The group jobs of one loop turn go in one script call whatever their
+ * groups (not one call per job), each reported on its own: the bound of
+ * one group refuses only the job past it (nothing of it written), the
+ * others' jobs are written, each group's in call order (FIFO), and its
+ * depth counts them. */
+TEST(one_turns_group_jobs_go_in_one_script_call_and_a_groups_bound_refuses_only_the_job_past_it) {
+    test_env e;
+    env_start(&e, "gt");
+    rjq_group_limits l = RJQ_GROUP_LIMITS_INIT;
+    l.max_waiting = 2;
+    limit_group(&e, "a", &l);
+    const char *ids[] = {"a1", "b1", "a2", "b2", "a3", "c1", "b3"};
+    const char *grp[] = {"a", "b", "a", "b", "a", "c", "b"};
+    turn_results t;
+    ASSERT_EQ(1, enqueue_one_turn(&e, ids, grp, NULL, 7, &t));
+    for (int i = 0; i < 7; i++) {
+        ASSERT_EQ(i == 4 ? RJQ_EFULL : RJQ_OK, t.status[i]);
+        if (i != 4) {
+            ASSERT_STREQ(ids[i], t.id[i]);
+            ASSERT_EQ(0, t.existed[i]);
+        }
+    }
+    ASSERT_STREQ("a1,a2", members(&e, "LRANGE", "t:{gt}:g:r:a"));
+    ASSERT_STREQ("b1,b2,b3", members(&e, "LRANGE", "t:{gt}:g:r:b"));
+    ASSERT_STREQ("c1", members(&e, "LRANGE", "t:{gt}:g:r:c"));
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{gt}:payload a3"));
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{gt}:g:job a3"));
+    ASSERT_EQ(6, server_int(e.rc, "HLEN t:{gt}:g:job"));
+    ASSERT_EQ(2, groups_of(&e, "a").depth[0]);
+    ASSERT_EQ(3, groups_of(&e, "b").depth[0]);
+    rjq_stats st = get_stats(e.base, e.q);
+    ASSERT_EQ(6, st.enqueued);
+    ASSERT_EQ(6, st.ready);
+    /* a worker starts them all, each group's in its order */
+    ran r;
+    rjq_worker *w = start_noting(&e, &r, 1);
+    WAIT_FOR(e.base, r.n == 6, 10000);
+    worker_stop_wait(e.base, w);
+    int at_a1 = -1, at_a2 = -1, at_b1 = -1, at_b3 = -1;
+    for (int i = 0; i < 6; i++) {
+        if (!strcmp(r.order[i], "a1")) at_a1 = i;
+        if (!strcmp(r.order[i], "a2")) at_a2 = i;
+        if (!strcmp(r.order[i], "b1")) at_b1 = i;
+        if (!strcmp(r.order[i], "b3")) at_b3 = i;
+    }
+    ASSERT(at_a1 >= 0 && at_a1 < at_a2 && at_b1 >= 0 && at_b1 < at_b3);
+    env_stop(&e);
+}
+
+/* An id given twice in one turn (in two groups) is written once, in its
+ * first job's group, the second reported existing; priorities within a
+ * group keep their call order in one call; a batch of group jobs
+ * (rjq_enqueue_batch) is one unit: a group's bound refuses it whole,
+ * nothing written, and one that fits lands whole over its groups. */
+TEST(a_repeated_id_in_one_turn_is_written_once_and_a_batch_of_group_jobs_is_admitted_whole) {
+    test_env e;
+    env_start(&e, "gu");
+    const char *ids[] = {"d", "p1", "d", "p2", "p0", NULL};
+    const char *grp[] = {"a", "e", "b", "e", "e", "b"};
+    const int prio[] = {0, 5, 0, 5, 0, 0};
+    turn_results t;
+    /* (two calls: jobs with ids and an anonymous one never share a batch,
+     * enqueue.c; the ids' call holds jobs of three groups) */
+    ASSERT_EQ(2, enqueue_one_turn(&e, ids, grp, prio, 6, &t));
+    for (int i = 0; i < 6; i++) ASSERT_OK(t.status[i]);
+    ASSERT_EQ(0, t.existed[0]);
+    ASSERT_EQ(1, t.existed[2]);
+    ASSERT_STREQ("d", t.id[2]);
+    ASSERT_EQ(0, t.existed[5]);
+    redisReply *g = server_cmd(e.rc, "HGET t:{gu}:g:job d");
+    ASSERT_STREQ("a", g->str);
+    freeReplyObject(g);
+    ASSERT_STREQ(t.id[5], members(&e, "LRANGE", "t:{gu}:g:r:b")); /* (the anonymous job alone) */
+    ASSERT_STREQ("p1,p2", members(&e, "ZRANGE", "t:{gu}:g:p:e"));
+    ASSERT_STREQ("p0", members(&e, "LRANGE", "t:{gu}:g:r:e"));
+
+    rjq_group_limits l = RJQ_GROUP_LIMITS_INIT;
+    l.max_waiting = 2;
+    limit_group(&e, "c", &l);
+    rjq_job_options oc = RJQ_JOB_OPTIONS_INIT, of = RJQ_JOB_OPTIONS_INIT;
+    oc.group = "c";
+    of.group = "f";
+    rjq_enqueue_item its[3] = {{sizeof its[0], "c1", 2, &oc}, {sizeof its[1], "c2", 2, &oc},
+                               {sizeof its[2], "c3", 2, &oc}};
+    long long keys = server_int(e.rc, "DBSIZE");
+    enqueue_wait w;
+    memset(&w, 0, sizeof w);
+    ASSERT_OK(rjq_enqueue_batch(e.q, its, 3, on_enqueue_wait, &w));
+    ASSERT(loop_until(e.base, &w.done, 10000));
+    ASSERT_EQ(RJQ_EFULL, w.status);
+    ASSERT_EQ(keys, server_int(e.rc, "DBSIZE"));
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{gu}:g:r:c"));
+    its[1].opts = &of; /* (two of c, one of f) */
+    memset(&w, 0, sizeof w);
+    ASSERT_OK(rjq_enqueue_batch(e.q, its, 3, on_enqueue_wait, &w));
+    ASSERT(loop_until(e.base, &w.done, 10000));
+    ASSERT_OK(w.status);
+    ASSERT_EQ(3, w.n);
+    ASSERT_EQ(2, server_int(e.rc, "LLEN t:{gu}:g:r:c"));
+    ASSERT_EQ(1, server_int(e.rc, "LLEN t:{gu}:g:r:f"));
+    /* c is full now: the next batch with a job of c is refused whole */
+    its[1].opts = &oc;
+    its[0].opts = &of;
+    memset(&w, 0, sizeof w);
+    ASSERT_OK(rjq_enqueue_batch(e.q, its, 2, on_enqueue_wait, &w));
+    ASSERT(loop_until(e.base, &w.done, 10000));
+    ASSERT_EQ(RJQ_EFULL, w.status);
+    ASSERT_EQ(1, server_int(e.rc, "LLEN t:{gu}:g:r:f"));
     env_stop(&e);
 }

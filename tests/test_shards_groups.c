@@ -97,6 +97,23 @@ static void held_handler(rjq_job *job, void *data) {
     ASSERT(event_base_once(r->base, -1, EV_TIMEOUT, finish_held, job, &tv) == 0);
 }
 
+/* The ids of a batch's jobs (rjq_enqueue_batch's callback). */
+typedef struct batch_ids {
+    int done, status;
+    size_t n;
+    char ids[8][64];
+} batch_ids;
+
+static void on_batch_ids(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
+    batch_ids *b = data;
+    (void)c;
+    b->status = status;
+    b->n = n;
+    for (size_t i = 0; status == RJQ_OK && i < n && i < 8; i++)
+        snprintf(b->ids[i], sizeof b->ids[i], "%s", rjq_enqueued_get(jobs, i)->id);
+    b->done = 1;
+}
+
 TEST(groups_of_a_sharded_queue_on_3_masters_stay_on_one_shard_with_exact_limits_pause_and_listing) {
     test_cluster cl;
     cluster_start(&cl, 0);
@@ -245,6 +262,42 @@ TEST(a_group_jobs_caller_id_must_route_to_its_groups_shard_and_is_found_by_id) {
     ASSERT(accepted > 0 && refused > 0);
     groups_wait l = groups_of(e.base, q, "acme", 0, 1);
     ASSERT_EQ(1 + accepted, l.depth[0]);
+    env_stop(&e);
+}
+
+/* A batch (rjq_enqueue_batch) of anonymous group jobs on a sharded queue:
+ * each job on its group's shard (a made id that routes there), every
+ * result in the caller's order, the groups' depths counting them. */
+TEST(a_batch_of_group_jobs_on_a_sharded_queue_puts_each_on_its_groups_shard) {
+    test_env e;
+    env_start(&e, NULL);
+    rjq_queue *q = open_learnt(e.base, e.c, "shb");
+    ASSERT_OK(declare_shards(e.base, q, SHARDS));
+    const char *groups[] = {"acme", "beta", "acme", "gamma", "beta", "acme"};
+    rjq_job_options jo[6];
+    rjq_enqueue_item its[6];
+    for (int i = 0; i < 6; i++) {
+        jo[i] = (rjq_job_options)RJQ_JOB_OPTIONS_INIT;
+        jo[i].group = groups[i];
+        its[i] = (rjq_enqueue_item)RJQ_ENQUEUE_ITEM_INIT;
+        its[i].payload = groups[i];
+        its[i].len = strlen(groups[i]);
+        its[i].opts = &jo[i];
+    }
+    batch_ids b;
+    memset(&b, 0, sizeof b);
+    ASSERT_OK(rjq_enqueue_batch(q, its, 6, on_batch_ids, &b));
+    ASSERT(loop_until(e.base, &b.done, 10000));
+    ASSERT_OK(b.status);
+    ASSERT_EQ(6, b.n);
+    int at[6];
+    for (int i = 0; i < 6; i++) {
+        at[i] = shard_holding(e.base, q, b.ids[i]);
+        ASSERT(at[i] >= 0);
+    }
+    ASSERT(at[0] == at[2] && at[0] == at[5] && at[1] == at[4]);
+    ASSERT_EQ(3, groups_of(e.base, q, "acme", 0, 1).depth[0]);
+    ASSERT_EQ(2, groups_of(e.base, q, "beta", 0, 1).depth[0]);
     env_stop(&e);
 }
 

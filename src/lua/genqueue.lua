@@ -1,114 +1,323 @@
--- genqueue: enqueue a job of a group (README "Groups"; groups_lib.lua):
--- its columns as enqueue.lua writes them, its group in the groups' job
--- hash, and its place in its group's ready list (or prio set), or in the
--- groups' delayed set; the group enters the round-robin ring when it can
--- start work (the doorbell rings when the ring was empty, or when a
--- delayed job became the groups' earliest). Push delivery: when a worker
--- registered idle slots (lib.lua offer_slots; none on a paused or limited
--- queue: CONTROL_MARK), one job is pushed to it (push_to_idle), the one
--- the claim would start next (GROUPS.take: the ring's next turn, within
--- its group's limits; not always the new job). The queue's meta field
--- 'groups' is set, so claims serve the groups from then on.
+-- genqueue: enqueue jobs of groups (README "Groups"; groups_lib.lua), the
+-- jobs of one loop turn in one call whatever their groups (src/enqueue.c
+-- batches them as it does plain jobs): each job's columns as enqueue.lua
+-- writes them, its group in the groups' job hash, and its place in its
+-- group's ready list (or prio set), or in the groups' delayed set; a
+-- group enters the round-robin ring when it can start work (the doorbell
+-- rings when the ring was empty, or when a delayed job became the groups'
+-- earliest). The call's ready jobs of one group go in with one RPUSH (and
+-- one ZADD of those with a priority), in call order (FIFO within the
+-- group), and the group's depth index entry, listing and ring place are
+-- written once per call. Push delivery: when a worker registered idle
+-- slots (lib.lua offer_slots; none on a paused or limited queue:
+-- CONTROL_MARK), the call's ready jobs are pushed to the idle workers
+-- (push_to_idle), those the claim would start next (GROUPS.take: the
+-- ring's next turns, within their groups' limits; not always the new
+-- jobs). The queue's meta field 'groups' is set, so claims serve the
+-- groups from then on.
 -- KEYS (src/keys.def; bound to these locals): stats, cols, meta, groups,
 --       ready, prio, delayed, active, idle, monitored, events, deadlines
--- ARGV: 1 id ('' = assign the next number), 2 payload, 3 options ('' =
---       defaults, else as enqueue.lua takes them; no debounce), 4 group,
---       5 the queue's max waiting jobs (0 or absent: no bound),
---       6 token base for a pushed job (unique per call; absent: no push)
--- Returns { id, existed }: an id that exists is reported (existed = 1)
--- and nothing is written. A bounded queue (ARGV 5 > 0) that has that
--- many jobs waiting (its own ready and delayed ones and its groups',
--- GROUPS.waiting) refuses the job: the error "RJQFULL ..." (RJQ_EFULL),
--- nothing written. A group with a bound on its ready jobs (gconf
--- max_waiting) that has that many refuses the job the same way. A delayed
--- job is refused the same (its group's ready jobs are counted when it is
+-- ARGV: 1 the queue's max waiting jobs (0: no bound), 2 token base for
+--       pushed jobs (unique per call; '': no push), then per job: id (''
+--       = assign the next number), payload, options ('' = defaults, else
+--       as enqueue.lua takes them, no debounce; with a leading '+' when
+--       the job belongs to the same unit of admission as the one before
+--       it: one rjq_enqueue_batch() is one unit), group.
+-- Returns { id1, existed1, id2, existed2, ... } in request order: an id
+-- that exists (or came earlier in the call) is reported (existed = 1) and
+-- nothing is written for it. Units are admitted one after the other, in
+-- order; a unit refused is refused whole, nothing of it written, each of
+-- its jobs reported as { "RJQFULL ...", -1 }: a bounded queue (ARGV 1 >
+-- 0) refuses a unit whose new jobs would make more than that many jobs
+-- wait (its own ready and delayed ones and its groups', GROUPS.waiting,
+-- with those of the units admitted before it); a group with a bound on
+-- its ready jobs (gconf max_waiting) refuses a unit with a new job that
+-- finds that many ready in its group (counting the ready jobs of the
+-- units admitted before it and of its own unit before it). A delayed job
+-- is refused the same (its group's ready jobs are counted when it is
 -- enqueued, not when it becomes ready).
-local id, payload, opts, g, tbase = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[6]
-local max_waiting = tonumber(ARGV[5] or '0') or 0
+local max_waiting = tonumber(ARGV[1]) or 0
+local tbase = ARGV[2] ~= '' and ARGV[2] or nil
+local FIRST = 3
+local n = (#ARGV - 2) / 4
+if n < 1 or n ~= math.floor(n) then return redis.error_reply('ERR rjq genqueue: bad arguments') end
 local J = columns(cols)
-if #g == 0 or #g > 64 or not string.match(g, GROUPS.NAME) then
-  return redis.error_reply('ERR rjq genqueue: bad group name')
+
+-- Each job's options and group first (no writes yet): its group rides as
+-- its last header (GROUPS.hinted in groups_lib.lua). (A turn's jobs mostly
+-- share their options text, whatever their groups: each text is read
+-- once, its stored value then ends with "rjq.group=", the group's name
+-- appended per job.)
+local ids, gs, joins, delay, pri, stored = {}, {}, {}, {}, {}, {}
+local read, glist, gseen = {}, {}, {}
+for i = 1, n do
+  local at = FIRST + 4 * i - 4
+  local o, g = ARGV[at + 2], ARGV[at + 3]
+  if not gseen[g] then
+    if #g == 0 or #g > 64 or not string.match(g, GROUPS.NAME) then
+      return redis.error_reply('ERR rjq genqueue: bad group name')
+    end
+    gseen[g] = true; glist[#glist + 1] = g
+  end
+  if string.byte(o, 1) == 43 then joins[i] = true; o = string.sub(o, 2) end -- '+'
+  local r = read[o]
+  if not r then
+    local d, p, s, _, debounce = job_options((o == '' and '0,0,3,' or o) .. '\n' .. GROUPS.HEADER)
+    if not d or debounce then return redis.error_reply('ERR rjq genqueue: bad job options') end
+    r = {d, p, s}
+    read[o] = r
+  end
+  ids[i], gs[i], delay[i], pri[i], stored[i] = ARGV[at], g, r[1], r[2], r[3] .. g
 end
--- (its group rides as its last header: GROUPS.hinted in groups_lib.lua)
-if opts == '' then opts = '0,0,3,' end
-opts = opts .. '\n' .. GROUPS.HEADER .. g
-local delay, p, stored, _, debounce = job_options(opts)
-if not delay or debounce then return redis.error_reply('ERR rjq genqueue: bad job options') end
+-- (the groups' lists and priority sets: below, not a TYPE per group)
 expect_types({stats, 'hash', J.d, 'hash', J.s, 'hash', J.o, 'hash', meta, 'hash', groups .. 'job', 'hash',
-              groups .. 'r:' .. g, 'list', groups .. 'p:' .. g, 'zset', groups .. 'ring', 'zset',
-              groups .. 'all', 'zset', groups .. 'delayed', 'zset', groups .. 'conf', 'hash',
-              groups .. 'depth', 'zset', groups .. 'busy', 'zset'})
-int_fields(stats, 'seq', 'skipped', 'gready')
-if id ~= '' and redis.call('HEXISTS', J.d, id) == 1 then return {id, 1} end
+              groups .. 'ring', 'zset', groups .. 'all', 'zset', groups .. 'delayed', 'zset',
+              groups .. 'conf', 'hash', groups .. 'depth', 'zset', groups .. 'busy', 'zset'})
+local seq = int_fields(stats, 'seq', 'skipped', 'gready')[1] or 0
+
+-- ids given that exist already
+local given, taken = {}, {}
+for i = 1, n do if ids[i] ~= '' then given[#given + 1] = ids[i] end end
+if #given > 0 then
+  local v = hmget(J.d, given)
+  for i, id in ipairs(given) do if v[i] then taken[id] = true end end
+end
+
+-- the groups' settings (the call's cache gc); what a limited or rated
+-- group's offer reads: checked only for such a group
+local gc, bound, rated_any = {}, {}, false
+local lspec = {}
+for _, g in ipairs(glist) do
+  local limit, _, _, rate, _, b = GROUPS.conf(groups, g, gc)
+  if limit then lspec[#lspec + 1] = groups .. 'a:' .. g; lspec[#lspec + 1] = 'set' end
+  if rate then rated_any = true end
+  bound[g] = b
+end
+if rated_any then lspec[#lspec + 1] = groups .. 'rated'; lspec[#lspec + 1] = 'zset' end
+if #lspec > 0 then expect_types(lspec) end
+
+-- Admission, unit by unit (see above).
+local out = {}
+local waiting = 0
 if max_waiting > 0 then
-  local waiting = typed('list', 'LLEN', ready) + typed('zset', 'ZCARD', prio) +
-                  typed('zset', 'ZCARD', delayed) + GROUPS.waiting(groups, stats)
-  if waiting + 1 > max_waiting then
-    return redis.error_reply(string.format('RJQFULL the queue has %d waiting jobs; 1 more '
-      .. 'would pass max_waiting %d', waiting, max_waiting))
+  waiting = typed('list', 'LLEN', ready) + typed('zset', 'ZCARD', prio) +
+            typed('zset', 'ZCARD', delayed) + GROUPS.waiting(groups, stats)
+end
+local gw = {} -- a bounded group -> its ready jobs (with those admitted so far)
+local seen = {} -- ids given of the units admitted
+local admitted = {}
+local i = 1
+while i <= n do
+  local j = i
+  while j < n and joins[j + 1] do j = j + 1 end
+  local adds, mine, gadd, gwhy = 0, {}, {}, nil
+  for k = i, j do
+    local id, g = ids[k], gs[k]
+    if id == '' or (not taken[id] and not seen[id] and not mine[id]) then
+      if id ~= '' then mine[id] = true end
+      adds = adds + 1
+      local b = bound[g]
+      if b and not gwhy then
+        if not gw[g] then
+          gw[g] = typed('list', 'LLEN', groups .. 'r:' .. g) + typed('zset', 'ZCARD', groups .. 'p:' .. g)
+        end
+        local w = gw[g] + (gadd[g] or 0)
+        if w >= b then
+          gwhy = string.format('RJQFULL the group %s has %d waiting jobs; one more '
+            .. 'would pass its max_waiting %d', g, w, b)
+        end
+      end
+      if delay[k] == 0 then gadd[g] = (gadd[g] or 0) + 1 end
+    end
+  end
+  local why = gwhy
+  if max_waiting > 0 and adds > 0 and waiting + adds > max_waiting then
+    why = string.format('RJQFULL the queue has %d waiting jobs; %d more '
+      .. 'would pass max_waiting %d', waiting, adds, max_waiting)
+  end
+  if why then
+    for k = i, j do out[2 * k - 1] = why; out[2 * k] = -1 end
+  else
+    waiting = waiting + adds
+    for g, a in pairs(gadd) do if gw[g] then gw[g] = gw[g] + a end end
+    for id in pairs(mine) do seen[id] = true end
+    for k = i, j do admitted[#admitted + 1] = k end
+  end
+  i = j + 1
+end
+
+-- the jobs written: admitted, new (an id given twice: its first)
+local new, wrote, any_ready, any_prio = {}, {}, false, false
+for _, k in ipairs(admitted) do
+  local id = ids[k]
+  if id ~= '' and (taken[id] or wrote[id]) then
+    out[2 * k - 1] = id; out[2 * k] = 1
+  else
+    if id ~= '' then wrote[id] = true end
+    new[#new + 1] = k
+    if delay[k] == 0 then any_ready = true end
+    if pri[k] ~= 0 then any_prio = true end
   end
 end
-local gc = {} -- (the call's cache of the groups' settings)
-local limit, _, _, rate, _, bound = GROUPS.conf(groups, g, gc)
--- (what a limited or rated group's offer reads: checked only for such a group)
-if limit then expect_types({groups .. 'a:' .. g, 'set'}) end
-if rate then expect_types({groups .. 'rated', 'zset'}) end
-if bound then
-  local waiting = redis.call('LLEN', groups .. 'r:' .. g) + redis.call('ZCARD', groups .. 'p:' .. g)
-  if waiting >= bound then
-    return redis.error_reply(string.format('RJQFULL the group %s has %d waiting jobs; one more '
-      .. 'would pass its max_waiting %d', g, waiting, bound))
-  end
-end
+if #new == 0 then return out end
+
 -- an idle worker to push to (read, and the keys a push writes checked,
 -- before the first write)
 local pick = {}
-if tbase and delay == 0 then
+if tbase and any_ready then
   pick = typed('hash', 'HRANDFIELD', idle, 1, 'WITHVALUES')
   if #pick > 0 and pick[1] ~= CONTROL_MARK then expect_types({active, 'zset', deadlines, 'zset'}) end
 end
-local seq = redis.call('HINCRBY', stats, 'seq', 1)
-if id == '' then id = int(seq) end
 local now = now_ms()
 local qtimes = int(now) .. ',,'
-redis.call('HSET', J.d, id, payload)
-if stored then redis.call('HSET', J.o, id, stored) end
-redis.call('HSET', groups .. 'job', id, g)
+local sready, sdelayed = state_value('ready', '0', nil, qtimes), state_value('delayed', '0', nil, qtimes)
+local dcol, ocol, jcol, scol = {}, {}, {}, {}
+local byg, gready, later = {}, {}, {} -- group -> its ready jobs {ids of priority 0, prio set's pairs}
+for _, k in ipairs(new) do
+  seq = seq + 1
+  local id, g = ids[k], gs[k]
+  if id == '' then id = int(seq) end
+  out[2 * k - 1] = id; out[2 * k] = 0
+  dcol[#dcol + 1] = id; dcol[#dcol + 1] = ARGV[FIRST + 4 * k - 3]
+  ocol[#ocol + 1] = id; ocol[#ocol + 1] = stored[k]
+  jcol[#jcol + 1] = id; jcol[#jcol + 1] = g
+  scol[#scol + 1] = id
+  if delay[k] > 0 then
+    scol[#scol + 1] = sdelayed
+    later[#later + 1] = k
+  else
+    scol[#scol + 1] = sready
+    local b = byg[g]
+    if not b then b = {{}, {}}; byg[g] = b; gready[#gready + 1] = g end
+    if pri[k] == 0 then b[1][#b[1] + 1] = id
+    else b[2][#b[2] + 1] = prio_score(pri[k], seq); b[2][#b[2] + 1] = id end
+  end
+end
+
+-- The groups' lists and priority sets: a group that enters the depth
+-- index has its priority set read (GROUPS.deepen), so it is checked; the
+-- call's first writes are the groups' ready ids, each write checking its
+-- own key's type (lib.lua undoable: one refused undoes those before it,
+-- nothing written), not a TYPE of two keys per group.
+local u = undoable()
+local sc = {} -- the depth index's scores of the groups of gready (nil: not in it)
+if #gready > 0 then
+  local chk = {}
+  sc = zmscore_sparse(groups .. 'depth', gready)
+  for k, g in ipairs(gready) do
+    if not sc[k] then chk[#chk + 1] = groups .. 'p:' .. g; chk[#chk + 1] = 'zset' end
+  end
+  if #chk > 0 then expect_types(chk) end
+  for _, g in ipairs(gready) do
+    local b = byg[g]
+    for part_at = 1, #b[1], CHUNK do
+      local rk = groups .. 'r:' .. g
+      local part = #b[1] <= CHUNK and b[1] or {unpack(b[1], part_at, math.min(part_at + CHUNK - 1, #b[1]))}
+      u.call('list', function()
+        return function() -- (from the tail: LREM, which the worker's ACL has, not RPOP)
+          for j = #part, 1, -1 do redis.call('LREM', rk, -1, part[j]) end
+        end
+      end, 'RPUSH', rk, unpack(part))
+    end
+    for part_at = 1, #b[2], 2 * CHUNK do
+      local pk = groups .. 'p:' .. g
+      local part = {unpack(b[2], part_at, math.min(part_at + 2 * CHUNK - 1, #b[2]))}
+      u.call('zset', function()
+        return function() -- (the ids are new: none was in the set)
+          local m = {}
+          for j = 2, #part, 2 do m[#m + 1] = part[j] end
+          redis.call('ZREM', pk, unpack(m))
+        end
+      end, 'ZADD', pk, unpack(part))
+    end
+  end
+end
+redis.call('HINCRBY', stats, 'seq', #new)
+call_all('HSET', J.d, dcol, 2)
+call_all('HSET', J.o, ocol, 2)
+call_all('HSET', groups .. 'job', jcol, 2)
+call_all('HSET', J.s, scol, 2)
 -- (meta groups: '1' group jobs, '2' of priorities other than 0 too: the
 -- claim then reads each group's priority set, GROUPS.take)
-if p ~= 0 then redis.call('HSET', meta, 'groups', '2') else redis.call('HSETNX', meta, 'groups', '1') end
-if delay > 0 then
-  GROUPS.list(groups, g)
-  redis.call('HSET', J.s, id, state_value('delayed', '0', nil, qtimes))
-  if push_delayed(groups .. 'delayed', id, now + delay) then
+if any_prio then redis.call('HSET', meta, 'groups', '2') else redis.call('HSETNX', meta, 'groups', '1') end
+
+-- delayed jobs: listed, in the groups' delayed set
+local rang, listed = false, {}
+for _, k in ipairs(later) do
+  local g = gs[k]
+  if not listed[g] then GROUPS.list(groups, g); listed[g] = true end
+  if push_delayed(groups .. 'delayed', out[2 * k - 1], now + delay[k]) and not rang then
     redis.call(PUB or pub_mode(), GROUPS.wake(groups), '1')
+    rang = true
   end
-else
-  redis.call('HSET', J.s, id, state_value('ready', '0', nil, qtimes))
+end
+
+-- ready jobs (in their groups already, above): per group its index,
+-- listing and ring place once (GROUPS.push's steps for several ids)
+if #gready > 0 then
   gc.hold = #pick > 0 -- (the doorbell: only for work the push leaves)
-  -- (listed: a group that had ready ids is already, GROUPS.push; no ZADD
-  -- per enqueue behind its group's backlog)
-  local had = GROUPS.push(groups, J, g, id, p, false, stats, gc, seq)
-  if not had or had == 0 then GROUPS.list(groups, g) end
-  if #pick > 0 then
-    local has_prio = p ~= 0 or redis.call('HMGET', meta, 'groups')[1] == '2'
-    local function take(n)
-      local ids = GROUPS.take(groups, J, n, now, stats, has_prio, tbase .. 'g')
-      if #ids == 0 then return ids end
-      return ids, load_jobs(J, ids)
+  local total, first_rated = 0, {}
+  for _, g in ipairs(gready) do total = total + #byg[g][1] + #byg[g][2] / 2 end
+  redis.call('HINCRBY', stats, 'gready', total)
+  -- the depth index (GROUPS.deepen for all the call's groups: their
+  -- scores read above, one ZADD): a group with a count gets it plus its
+  -- new ids; one entering it (or at 0) is counted from its keys and
+  -- leaves the busy set
+  local before, za, unbusy = {}, {}, {} -- (before: the ready ids a group had)
+  for k, g in ipairs(gready) do
+    local add, was = #byg[g][1] + #byg[g][2] / 2, sc[k] and -tonumber(sc[k]) or 0
+    if was > 0 then
+      before[g] = was
+      za[#za + 1] = negnum(was + add); za[#za + 1] = g
+    else
+      local d = redis.call('LLEN', groups .. 'r:' .. g) + redis.call('ZCARD', groups .. 'p:' .. g)
+      za[#za + 1] = negnum(d); za[#za + 1] = g
+      unbusy[#unbusy + 1] = g
     end
-    push_to_idle(J, active, idle, tbase, 1, monitor(monitored, events, now), pick, take, deadlines, now)
-    -- the ring was empty: g alone was in it, and stays only with jobs left
-    -- (a group left in the ring is one a worker was woken for)
+  end
+  call_all('ZADD', groups .. 'depth', za, 2)
+  if #unbusy > 0 then call_all('ZREM', groups .. 'busy', unbusy) end
+  for _, g in ipairs(gready) do
+    local had = before[g]
+    gc.rated = nil
+    GROUPS.offer(groups, J, g, gc, had)
+    -- (listed: a group that had ready ids is already; no ZADD per enqueue
+    -- behind its group's backlog)
+    if not had or had == 0 then
+      GROUPS.list(groups, g)
+      -- a group waiting for its rate window whose first waiting jobs these
+      -- are (GROUPS.rated_bell)
+      if gc.rated == g then first_rated[#first_rated + 1] = g end
+    end
+  end
+  if #pick > 0 then
+    local has_prio = any_prio or redis.call('HMGET', meta, 'groups')[1] == '2'
+    local function take(want)
+      local got = GROUPS.take(groups, J, want, now, stats, has_prio, tbase .. 'g')
+      if #got == 0 then return got end
+      return got, load_jobs(J, got)
+    end
+    push_to_idle(J, active, idle, tbase, total, monitor(monitored, events, now), pick, take, deadlines, now)
+    -- the ring was empty: this call's groups alone were in it, and stay
+    -- only with jobs left (a group left in the ring is one a worker was
+    -- woken for)
     if gc.bell then
-      if redis.call('EXISTS', groups .. 'r:' .. g, groups .. 'p:' .. g) == 0 then
-        redis.call('ZREM', groups .. 'ring', g)
-        redis.call('HDEL', groups .. 'credit', g) -- (its weighted turn ends, as a claim ends it)
-      elseif redis.call('EXISTS', groups .. 'ring') == 1 then
+      for _, g in ipairs(gready) do
+        if redis.call('EXISTS', groups .. 'r:' .. g, groups .. 'p:' .. g) == 0 then
+          redis.call('ZREM', groups .. 'ring', g)
+          redis.call('HDEL', groups .. 'credit', g) -- (its weighted turn ends, as a claim ends it)
+        end
+      end
+      if redis.call('EXISTS', groups .. 'ring') == 1 then
         redis.call(PUB or pub_mode(), GROUPS.wake(groups), '1')
       end
     end
   end
-  GROUPS.rated_bell(groups, g, gc)
+  for _, g in ipairs(first_rated) do
+    if redis.call('LLEN', groups .. 'r:' .. g) + redis.call('ZCARD', groups .. 'p:' .. g) > 0 then
+      redis.call(PUB or pub_mode(), GROUPS.wake(groups), '1')
+      break
+    end
+  end
 end
-return {id, 0}
+return out

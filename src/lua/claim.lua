@@ -124,7 +124,17 @@ if conc then
 end
 -- (now as text too: the times this call sends go as text, see now_text)
 local now, stamp = now_text()
-local emit = monitor(monitored, events, now)
+-- Whether a monitor listens, jobs wait in prio and any job has options,
+-- with one EXISTS (these keys exist while they have members; EXISTS
+-- counts a key named twice twice: prio counts 2, options 4): a drain's
+-- claim then sends no ZCARD prio (peek_ready) and no EXISTS of the
+-- options column (load_jobs) when those do not exist. prio or options
+-- that exist are read as before, with their type checks; nothing this
+-- call writes before those reads makes either (due jobs and hand-backs
+-- may fill prio: then it is asked again, see prio_known).
+local pre = redis.call('EXISTS', monitored, prio, prio, J.o, J.o, J.o, J.o)
+local emit = monitor(monitored, events, now, pre % 2 == 1)
+local no_prio, no_options = pre % 4 < 2, pre < 4
 local out = {-1, 0, tok, now + lease} -- a number: an integer reply
 
 -- The wait of a job this call returns that it did not start itself (one a
@@ -345,7 +355,10 @@ if rmax then
   end
 end
 
-local ids, nhi, nplain, np = peek_ready(ready, prio, room)
+-- (prio_known: prio was absent at the call's start and nothing since
+-- can have filled it: no due job, no recovery)
+local prio_known = no_prio and #due == 0 and not rec
+local ids, nhi, nplain, np = peek_ready(ready, prio, room, prio_known and 0 or nil)
 -- The ready ids are taken already (each enters Lua once): what refuses
 -- the call before its next write (a key's type: check_all, load_jobs,
 -- start_jobs' before_write and ZADD active) runs through undoing, which
@@ -386,7 +399,7 @@ local more = want > 0 and #ids == want and
 if gids and gmore then more = true end
 local got = 0
 if #all > 0 then
-  local d, o, s = undoing(function() return load_jobs(J, all, no_payload) end)
+  local d, o, s = undoing(function() return load_jobs(J, all, no_payload, no_options) end)
   if gst then
     local gout, ok, gm
     gout, ok, gm = undoing(function() return GROUPS.started(gst, s, #ids) end)

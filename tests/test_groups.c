@@ -29,8 +29,9 @@
  * the active counts, 39 and 23 -- a SADD per group in the claim, a SREM and a ZSCORE
  * per group in the completion; the listing's depth index then adds a ZMSCORE and a
  * ZADD per claim, not per group: 37 -> 39; the group ids' states read with their
- * records, not in an HMGET of their own: 39 -> 38) */
-#define GROUP_CLAIM_COMMANDS_4 38
+ * records, not in an HMGET of their own: 39 -> 38; the monitor key, prio and the
+ * options column asked in one EXISTS, no ZCARD of an absent prio: 38 -> 37, drain36) */
+#define GROUP_CLAIM_COMMANDS_4 37
 /* (completion 18 -> 17: complete.lua asks deadlines, the groups' job hash and
  * dependents in one EXISTS, where it asked EXISTS deadlines and EXISTS of the
  * groups' job hash apart, deps15) */

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # Sourced by the bench scripts that measure redis-server under callgrind
-# (callgrind.sh, callgrind_floor.sh, callgrind_lean.sh): one place for
+# (callgrind.sh, callgrind_floor.sh, callgrind_drain_floor.sh, callgrind_lean.sh): one place for
 # starting it, stopping it on exit and reading a dump's instructions.
 
 # Start redis-server on port $1 under callgrind, its files in $OUT; its pid

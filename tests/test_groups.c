@@ -30,8 +30,10 @@
  * per group in the completion; the listing's depth index then adds a ZMSCORE and a
  * ZADD per claim, not per group: 37 -> 39; the group ids' states read with their
  * records, not in an HMGET of their own: 39 -> 38; no TYPE of ready and prio, which
- * the claim's own LPOP and ZCARD checked: 38 -> 36) */
-#define GROUP_CLAIM_COMMANDS_4 36
+ * the claim's own LPOP and ZCARD checked: 38 -> 36 (gclaim); the monitor key, prio and
+ * the options column asked in one EXISTS, no ZCARD of an absent prio, and the delayed
+ * set asked in that EXISTS too, no ZRANGEBYSCORE of an absent one: 36 -> 34, drain36) */
+#define GROUP_CLAIM_COMMANDS_4 34
 /* (completion 18 -> 17: complete.lua asks deadlines, the groups' job hash and
  * dependents in one EXISTS, where it asked EXISTS deadlines and EXISTS of the
  * groups' job hash apart, deps15) */

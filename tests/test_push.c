@@ -107,11 +107,13 @@ static void enqueue_id(rjq_queue *q, const char *id) {
     ASSERT_OK(rjq_enqueue(q, "x", 1, &jo, NULL, NULL));
 }
 
-/* The claim script's calls so far (its KEYS name the idle hash and the
- * delayed set; only claims promote delayed jobs with ZRANGEBYSCORE; the
- * liveness beat runs one too, so push_start's client has none). */
+/* The claim script's calls so far: every claim first looks for its
+ * token's member of the held index with one ZRANGEBYLEX (a re-sent claim,
+ * claim.lua); no enqueue, push, beat or sweep runs one (extend.lua does for
+ * claims whose reply is on the way: none here). (Counted by ZRANGEBYSCORE
+ * before drain36, whose claim sends none while nothing is delayed.) */
 static long long claims_run(redisContext *rc) {
-    return server_calls(rc, "zrangebyscore");
+    return server_calls(rc, "zrangebylex");
 }
 
 /* The shared environment (test_env) on queue `name`, whose client's worker

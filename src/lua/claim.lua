@@ -132,7 +132,19 @@ if conc then
 end
 -- (now as text too: the times this call sends go as text, see now_text)
 local now, stamp = now_text()
-local emit = monitor(monitored, events, now)
+-- Whether a monitor listens, jobs wait in prio, any job has options and
+-- any job is delayed, with one EXISTS (these keys exist while they have
+-- members; EXISTS counts a key named twice twice: prio counts 2, options
+-- 4, delayed 8): a drain's claim then sends no ZCARD prio (peek_ready),
+-- no EXISTS of the options column (load_jobs) and no ZRANGEBYSCORE of
+-- delayed (due jobs) when those do not exist. Those that exist are read as
+-- before, with their type checks; nothing this call writes before those
+-- reads makes options or delayed (due jobs and hand-backs may fill prio:
+-- then it is asked again, see prio_known; a recovery reads delayed).
+local pre = redis.call('EXISTS', monitored, prio, prio, J.o, J.o, J.o, J.o,
+                       delayed, delayed, delayed, delayed, delayed, delayed, delayed, delayed)
+local emit = monitor(monitored, events, now, pre % 2 == 1)
+local no_prio, no_options, no_delayed = pre % 4 < 2, pre % 8 < 4, pre < 8
 local out = {-1, 0, tok, now + lease} -- a number: an integer reply
 
 -- The wait of a job this call returns that it did not start itself (one a
@@ -278,7 +290,8 @@ end
 
 -- Due delayed jobs (and retries) become ready first. (Reading them checks
 -- the delayed set's type: nothing is written yet.)
-local due = typed('zset', 'ZRANGEBYSCORE', delayed, '-inf', stamp, 'LIMIT', '0', '1000')
+local due = (no_delayed and not rec) and {} or
+            typed('zset', 'ZRANGEBYSCORE', delayed, '-inf', stamp, 'LIMIT', '0', '1000')
 if #due > 0 then
   check_all()
   -- a due priority job takes a sequence number (its counters checked
@@ -353,7 +366,10 @@ if rmax then
   end
 end
 
-local ids, nhi, nplain, np = peek_ready(ready, prio, room)
+-- (prio_known: prio was absent at the call's start and nothing since
+-- can have filled it: no due job, no recovery)
+local prio_known = no_prio and #due == 0 and not rec
+local ids, nhi, nplain, np = peek_ready(ready, prio, room, prio_known and 0 or nil)
 -- The ready ids are taken already (each enters Lua once): what refuses
 -- the call before its next write (a key's type: check_all, load_jobs,
 -- start_jobs' before_write and ZADD active) runs through undoing, which
@@ -394,7 +410,7 @@ local more = want > 0 and #ids == want and
 if gids and gmore then more = true end
 local got = 0
 if #all > 0 then
-  local d, o, s = undoing(function() return load_jobs(J, all, no_payload) end)
+  local d, o, s = undoing(function() return load_jobs(J, all, no_payload, no_options) end)
   if gst then
     local gout, ok, gm
     gout, ok, gm = undoing(function() return GROUPS.started(gst, s, #ids) end)

@@ -87,15 +87,29 @@ if exist > 0 then
 end
 local emit = monitor(monitored, events, nil, monitored_on)
 
-local ids, tails, rix, m = {}, {}, {}, 0 -- per job: id, tail, its result's ARGV index
+-- The jobs' ids in order (ids) and their runs (runs: the ARGV index of
+-- each run's tail, in order): job i's tail and result are found from
+-- its run as the loop below walks them (no per-job tables of tails and
+-- result indexes: ~3 table writes and reads a job), rix(i) in the rare
+-- paths.
+local ids, runs, m = {}, {}, 0
 local at = FIRST
 while at <= #ARGV do
-  local tail, cnt = ARGV[at], tonumber(ARGV[at + 1])
+  local cnt = tonumber(ARGV[at + 1])
   if not cnt or cnt < 1 or cnt ~= math.floor(cnt) or at + 1 + 2 * cnt > #ARGV then
     error({err = 'ERR complete: a run of jobs is cut short or has no count'})
   end
-  for j = at + 2, at + 2 * cnt, 2 do m = m + 1; ids[m] = ARGV[j]; tails[m] = tail; rix[m] = j + 1 end
+  runs[#runs + 1] = at
+  for j = at + 2, at + 2 * cnt, 2 do m = m + 1; ids[m] = ARGV[j] end
   at = at + 2 + 2 * cnt
+end
+-- The ARGV index of job i's result.
+local function rix(i)
+  for _, a in ipairs(runs) do
+    local cnt = tonumber(ARGV[a + 1])
+    if i <= cnt then return a + 1 + 2 * i end
+    i = i - cnt
+  end
 end
 local s, n = hmget(J.s, ids, 'hash'), hmget_sparse(J.n, ids, 'hash')
 -- late[i]: job i's run time is over. An entry of deadlines counts only
@@ -158,13 +172,21 @@ local tail_of, active_v, done_v = nil, nil, nil
 -- once (the compare, find and concatenation: ~4k Redis instructions a job,
 -- callgrind).
 local after, last_s, last_v
+local run, run_end, ri = 0, 0, 0 -- (the run walked: its number, its last job's i, the result's ARGV index)
 for i, id in ipairs(ids) do
-  local tail, r = tails[i], ARGV[rix[i]]
-  if tail ~= tail_of then
-    tail_of, active_v, done_v = tail, 'active ' .. tail, 'completed ' .. tail
-    after = #active_v + 1
-    last_s = nil
+  if i > run_end then
+    run = run + 1
+    local a = runs[run]
+    local tail = ARGV[a]
+    run_end, ri = run_end + tonumber(ARGV[a + 1]), a + 1
+    if tail ~= tail_of then
+      tail_of, active_v, done_v = tail, 'active ' .. tail, 'completed ' .. tail
+      after = #active_v + 1
+      last_s = nil
+    end
   end
+  ri = ri + 2
+  local r = ARGV[ri]
   local sv = s[i]
   local _, times, v
   if sv and sv == last_s then
@@ -201,7 +223,7 @@ for i, id in ipairs(ids) do
     out[i] = 1
   elseif is(s[i], done_v) then
     out[i] = 1 -- a retried completion whose first reply was lost
-  elseif is(s[i], 'cancelled ' .. tail) then
+  elseif is(s[i], 'cancelled ' .. tail_of) then
     out[i] = 2
   else
     out[i] = 0
@@ -232,15 +254,17 @@ if #gone > 0 then
   -- the dependents entries of the jobs done, when the queue has some
   -- (ent[k] for gone[k], false when none; a wrongly typed hash gives none,
   -- as in DEPS.finished): a dependent of this queue leaves no mark
+  -- (the loop runs only when there is something to tell: dependents,
+  -- watchers or a monitor; a drain's jobs have none: ~25 steps a call)
   local ent = has_dependents and try_all('HMGET', dependents, gone)
   local told = {}
   lists = ent and {} or nil
   with_deps = {}
-  for j, i in ipairs(fresh) do
+  for j, i in ipairs((ent or next(n) or emit ~= UNMONITORED) and fresh or {}) do
     local has = ent and ent[j]
     if n[i] then
       DEPS_TOLD[1] = false
-      notify(n[i], prefix .. ids[i], 'completed', ARGV[rix[i]])
+      notify(n[i], prefix .. ids[i], 'completed', ARGV[rix(i)])
       has = has or DEPS_TOLD[1] -- (dependents to release: lib.lua DEPS_MARK)
       told[#told + 1] = ids[i]
     end

@@ -1612,10 +1612,10 @@ end
 -- first other write needs no TYPE for those. unready() then takes the
 -- prio ids; a call refused before it wrote anything else puts the ready
 -- ids back with reready() (the LPOP is its only write then).
-local function peek_ready(ready, prio, want)
+local function peek_ready(ready, prio, want, np)
   local ids, nplain = {}, 0
   if want <= 0 then return ids, 0, 0, 0 end
-  local np = typed('zset', 'ZCARD', prio)
+  np = np or typed('zset', 'ZCARD', prio) -- (np: the caller knows prio is empty)
   -- (counts go as text: see now_text)
   if np > 0 then ids = redis.call('ZRANGEBYSCORE', prio, '-inf', '(0', 'LIMIT', '0', num(want)) end
   local nhi = #ids
@@ -1675,9 +1675,10 @@ end
 -- The records of jobs ids that start_jobs needs: payloads, options and
 -- states (parallel to ids; false where absent). Without payloads
 -- (no_payload), d is nil: see start_jobs.
--- The reads check the columns' types (typed).
-local function load_jobs(J, ids, no_payload)
-  return not no_payload and hmget(J.d, ids, 'hash') or nil, hmget_sparse(J.o, ids, 'hash'),
+-- The reads check the columns' types (typed). no_options: the caller knows
+-- the options column does not exist (no job has options: none read).
+local function load_jobs(J, ids, no_payload, no_options)
+  return not no_payload and hmget(J.d, ids, 'hash') or nil, no_options and {} or hmget_sparse(J.o, ids, 'hash'),
          hmget(J.s, ids, 'hash')
 end
 

@@ -48,7 +48,8 @@
 #                                REPS (1) times; the lines carry "bench"
 #   CALLS=1                      tap MONITOR on every node during each run and print the
 #                                script calls per job by function (enqueue, complete, claim
-#                                ...): jobs per enqueue call and per complete call. MONITOR
+#                                ...): jobs per enqueue call and per complete call, and the
+#                                other commands per job by name (HMGET, PUBLISH ...). MONITOR
 #                                costs Redis CPU: the CPU figures of such runs are not valid.
 #   VALGRIND=1                   every redis-server under callgrind; each run prints Redis'
 #                                instructions per job (summed over the masters) of its
@@ -207,15 +208,18 @@ import collections, json, re, sys
 name, label, case = sys.argv[1:4]
 files, last = sys.argv[4:-1], sys.argv[-1]
 jobs = json.loads(last)["jobs"] or 1
-n = collections.Counter()
+n, other = collections.Counter(), collections.Counter()
 for f in files:
     for line in open(f, errors="replace"):
         m = re.search(r'\] "(?:FCALL|fcall|EVALSHA|evalsha)" "([^"]+)"', line)
         if m:
             n[m.group(1)] += 1
+        elif " lua]" not in line and (m := re.search(r'\] "([A-Za-z]+)"', line)) and m.group(1).lower() not in ("echo", "monitor"):
+            other[m.group(1).upper()] += 1
 print(json.dumps({"server": name, "bench": label, "case": case, "jobs": jobs,
                   "script_calls_per_job": {k: round(v / jobs, 4) for k, v in n.most_common()},
-                  "jobs_per_call": {k: round(jobs / v, 2) for k, v in n.most_common()}}))
+                  "jobs_per_call": {k: round(jobs / v, 2) for k, v in n.most_common()},
+                  "other_commands_per_job": {k: round(v / jobs, 4) for k, v in other.most_common()}}))
 EOF
 }
 # the hook the bench calls (zero, dump) around its measured phase: callgrind's

@@ -2500,7 +2500,10 @@ RJQ_API int rjq_scheduler_is_leading(const rjq_scheduler *s);
  * rjq_queue_open once its read answered) is one queue
  * to these calls: rjq_enqueue (a job with an id goes to the shard of its
  * id's hash, so an id always meets itself; anonymous jobs go to the shards
- * in turn, each with an id the library makes, "a<client id>.<n>.<k>",
+ * in turn, but one made while the last one's shard has an enqueue call in
+ * flight joins the batch held back there for its reply, until that batch
+ * has gone, at most 16 jobs (unless the handle bounds the queue:
+ * max_waiting); each gets an id the library makes, "a<client id>.<n>.<k>",
  * unique across the shards, never all digits, whose hash routes it to its
  * shard, so it goes as a caller id and every by-id call below finds it:
  * rjq_enqueued.id), rjq_enqueue_batch (split per shard: see below),

@@ -149,6 +149,7 @@ typedef struct part {
                                  sent ahead, for the next one (reused: a
                                  buffer new per batch cost page faults) */
     size_t inflight;          /* enqueue calls out: the tick holds b[] back */
+    unsigned long sent;       /* enqueue calls made (rjq__enqueue_calls) */
     /* the queue's index declaration as learnt (rjq.h "The index of
      * declared JSON fields"): passed to the script as its last argument */
     char index[RJQ_INDEX_FIELDS_MAX * (RJQ_INDEX_FIELD_MAX + 1)];
@@ -891,6 +892,7 @@ static void flush_batch(rjq_queue *q, batch *b) {
     if (rc == RJQ_OK) {
         rjq__queue_hold(q); /* released by on_enqueued */
         p->inflight++; /* (call_ended) */
+        p->sent++;
         take(c, b);
         return;
     }
@@ -1006,6 +1008,12 @@ static void part_close(rjq_queue *q, void *state) {
 }
 
 static const rjq__part_ops part_ops = {part_tick, part_abort, NULL, part_close, NULL};
+
+int rjq__enqueue_calls(rjq_queue *q, unsigned long *sent) {
+    part *p = rjq__queue_part(q, RJQ__PART_ENQUEUE);
+    *sent = p ? p->sent : 0;
+    return p != NULL && p->inflight > 0;
+}
 
 /* Every queue's batches go out ahead of a later request, but those held
  * back for a call in flight (part_tick) only ahead of one that may see

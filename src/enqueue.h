@@ -45,6 +45,12 @@ int rjq__enqueue_batch_one(rjq_queue *q, const rjq_enqueue_item *items, size_t n
 int rjq__enqueue_add(rjq_queue *q, const rjq_enqueue_item *it, const char *reply_channel,
                      rjq__enqueued_fn *fn, void *priv);
 
+/* Whether one of q's enqueue calls is in flight (an enqueue on q made now
+ * is held back for its reply and goes in the call after *sent: "Self-
+ * clocking" in src/enqueue.c), and in *sent how many enqueue calls q's
+ * handle has made. */
+int rjq__enqueue_calls(rjq_queue *q, unsigned long *sent);
+
 /* Made ids (docs/sharding.md 6a): the jobs added until the next call whose
  * ids are ids[0], ids[stride], ... ids[(n - 1) * stride] (n 1: any equal
  * copy, as an await's) have ids the library made for them alone (a

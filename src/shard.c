@@ -45,6 +45,10 @@ typedef struct layout {
     int n;
     rjq_queue *sub[RJQ_SHARDS_MAX];
     unsigned rr; /* the next anonymous job's shard */
+    int stick;   /* the shard of the last anonymous job put by rr (anon_shard) */
+    unsigned long stick_call; /* ... the last of its enqueue calls later jobs may join */
+    int stick_jobs; /* ... jobs put there since (0: none) */
+    unsigned long placed[RJQ_SHARDS_MAX]; /* anonymous jobs put on each shard */
     int state;   /* L_* */
     rjq_queue_options opts; /* the handle's, for its shards' handles */
     int has_opts;
@@ -194,6 +198,8 @@ static int layout_apply(rjq_queue *q, const decl *d, const rjq_queue_options *op
     for (int i = 0; i < l->n; i++) rjq_queue_close(l->sub[i]);
     for (int i = 0; i < d->n; i++) l->sub[i] = sub[i];
     l->n = d->n;
+    memset(l->placed, 0, sizeof l->placed);
+    l->stick_jobs = 0;
     if (l->rs) rjq__resplitter_shards(l->rs, l->sub, l->n);
     rjq__queue_set_front(q, d->n > 0);
     /* (named in the registry: rjq queues lists the sharded queue, its
@@ -922,6 +928,58 @@ static rjq_queue *shard_for(layout *l, const char *id) {
     return l->sub[l->rr++ % (unsigned)l->n];
 }
 
+/* The shard of an anonymous job: the next in turn, but while the shard
+ * the last one went to has an enqueue call in flight, that shard, until
+ * the batch held back for that call's reply has gone (at most STICK_MAX
+ * jobs). An enqueue made while its shard's call is in flight
+ * joins the batch held back for that call's reply (src/enqueue.c "Self-
+ * clocking"), so it costs no script call of its own; spread in turn, the
+ * jobs of a producer making a job or two per loop turn each found their
+ * shard with nothing in flight and went one per call (a 3-shard queue at
+ * 3 000 jobs/s: 1.17 jobs an enqueue call against 4 unsharded, and as
+ * many completion calls: bench/README.md "Anonymous jobs join the shard
+ * whose call is in flight"). The jobs of one loop turn still go in turn
+ * (a shard whose batch is gathering has no call in flight: one call per
+ * shard), a shard keeps the jobs for about one round trip, and a bounded
+ * queue's (whose shards each refuse past their share) go in turn. A new
+ * round goes to the shard that has had the fewest anonymous jobs of the
+ * handle (the next in turn among equals): a round lasts until its shard's
+ * reply, so without it a slow shard kept longer rounds and its depth grew
+ * away from the others' (bench/cluster.sh CASES=place: 1 706 jobs apart
+ * against 8). */
+#define STICK_MAX 16
+
+static int anon_shard(rjq_queue *q, layout *l) {
+    unsigned long sent;
+    if (l->stick_jobs > 0 && l->stick_jobs < STICK_MAX && l->stick < l->n &&
+        rjq__enqueue_calls(l->sub[l->stick], &sent) && sent <= l->stick_call) {
+        l->stick_jobs++;
+        l->placed[l->stick]++;
+        return l->stick;
+    }
+    /* the next in turn that has had the fewest: a shard that kept jobs
+     * longer (its reply came later) is passed over until the others have
+     * as many, so the counts stay within STICK_MAX of each other */
+    int i = (int)(l->rr++ % (unsigned)l->n);
+    l->stick_jobs = 0;
+    if (rjq__queue_max_waiting(q) == 0) {
+        for (int k = 1; k < l->n; k++) {
+            int j = (int)((l->rr - 1 + (unsigned)k) % (unsigned)l->n);
+            if (l->placed[j] < l->placed[i]) i = j;
+        }
+        l->placed[i]++;
+        /* the call this job goes in is the next, sent + 1: at its tick,
+         * or with a call in flight, held back for its reply; later jobs
+         * join the batch held back while that call is in flight (it went
+         * at its tick: sent + 2), or that one itself (sent + 1) */
+        int busy = rjq__enqueue_calls(l->sub[i], &sent);
+        l->stick = i;
+        l->stick_call = busy ? sent : sent + 1;
+        l->stick_jobs = 1;
+    }
+    return i;
+}
+
 /* Where a job of a front goes, with the options it goes with (*o, NULL or
  * copy, as rjq__job_options_in gives them). A job with an id goes to its
  * id's shard (one with dedup_ms or debounce but no id too: that shard's
@@ -937,8 +995,7 @@ static int route_job(rjq_queue *q, layout *l, rjq_job_options *copy, const rjq_j
         *to = shard_for(l, g->id);
         return RJQ_OK;
     }
-    int i = rjq__shard_id_make(rjq_queue_get_client(q), l->n, (int)(l->rr++ % (unsigned)l->n),
-                               idbuf);
+    int i = rjq__shard_id_make(rjq_queue_get_client(q), l->n, anon_shard(q, l), idbuf);
     if (i < 0) return i;
     if (g == NULL) {
         rjq_job_options init = RJQ_JOB_OPTIONS_INIT;

@@ -1127,101 +1127,137 @@ DEPS.MARKS = {completed = 'c', dead = 'd', cancelled = 'x', missing = 'm'}
 -- buried by its policy gets " h" on its head (held).
 function DEPS.release(J, Q, rel, from)
   local MARKS, deps = DEPS.MARKS, Q.deps
-  local uniq, S, O, L, P = {}, {}, {}, {}, {}
+  -- (every job by its index k in uniq: K[id] = k, the one table keyed by
+  -- id; S[k] and L[k] are the HMGET replies themselves, kept up to date)
+  local uniq, K = {}, {}
   for i = from or 1, #rel, 4 do
-    if S[rel[i]] == nil then uniq[#uniq + 1] = rel[i]; S[rel[i]] = false end
+    local id = rel[i]
+    if not K[id] then uniq[#uniq + 1] = id; K[id] = #uniq end
   end
+  local S, L = hmget(J.s, uniq), hmget(deps, uniq)
+  -- (a list's head "<policy> <delay> <priority>" as deps_add.lua writes
+  -- it, read once: H[k] the policy, D[k] the delay, A[k] where its first
+  -- line starts (cleared when the list is rewritten), P[k] the priority)
+  local P, O, H, D, A = {}, {}, {}, {}, {}
   do
-    local sv, lv, old = hmget(J.s, uniq), hmget(deps, uniq), {}
-    for k, id in ipairs(uniq) do
-      S[id] = sv[k]; L[id] = lv[k]
-      local p = lv[k] and string.match(lv[k], '^%a+ %d+ (%-?%d+)\n')
-      if p then P[id] = tonumber(p) elseif lv[k] then old[#old + 1] = id end
+    -- (the jobs of one deps_add call share their head: the last one read,
+    -- hl with its newline, is compared with one plain find first)
+    local old, hl, pol, dl, p, at = {}, nil, nil, nil, nil, nil
+    for k = 1, #uniq do
+      local l = L[k]
+      if l then
+        if not (hl and string.find(l, hl, 1, true) == 1) then
+          pol, dl, p, at = string.match(l, '^(%a+) (%d+) (%-?%d+)\n()')
+          if pol then hl = string.sub(l, 1, at - 1); p = tonumber(p) else hl = nil end
+        end
+        if pol then P[k] = p; H[k] = pol; D[k] = dl; A[k] = at else old[#old + 1] = k end
+      end
     end
     if #old > 0 then
-      local ov = hmget_sparse(J.o, old)
-      for k, id in ipairs(old) do O[id] = ov[k] end
+      local oids = {}
+      for j, k in ipairs(old) do oids[j] = uniq[k] end
+      local ov = hmget_sparse(J.o, oids)
+      for j, k in ipairs(old) do O[k] = ov[j] end
     end
   end
   local dirty, is_dirty, st, gone, rpush, unlike = {}, {}, {}, {}, {}, {}
-  -- (unlike[id]: a mark other than 'c' changed in this call, so the list is written)
+  -- (unlike[k]: a mark other than 'c' changed in this call, so the list is written)
   local now -- (the server's time, read once, when a job is buried or delayed)
   local function clock() now = now or now_ms(); return now end
 
-  -- (the job's last dependency counted: ready, or delayed by its own delay)
-  local function finish(id, attempts, tm, delay)
+  -- (the job's last dependency counted: ready, or delayed by its own
+  -- delay; rest: its waiting state after the name, " <attempts> @<times>",
+  -- which its new state keeps: state_value's text without the token)
+  local last_r, last_ready -- (the ready state made last, for the same rest)
+  local function finish(k, id, rest, delay)
     gone[#gone + 1] = id
-    delay = tonumber(delay) or 0
-    if delay > 0 then
-      S[id] = state_value('delayed', attempts, nil, tm)
-      st[#st + 1] = id; st[#st + 1] = S[id]
-      if push_delayed(Q.delayed, id, clock() + delay) then redis.call(PUB or pub_mode(), Q.wake, '1') end
+    if delay ~= '0' and (tonumber(delay) or 0) > 0 then
+      S[k] = 'delayed' .. rest
+      st[#st + 1] = id; st[#st + 1] = S[k]
+      if push_delayed(Q.delayed, id, clock() + tonumber(delay)) then redis.call(PUB or pub_mode(), Q.wake, '1') end
     else
-      S[id] = state_value('ready', attempts, nil, tm)
-      st[#st + 1] = id; st[#st + 1] = S[id]
-      local p = P[id] or (parse_options(O[id]))
+      if rest ~= last_r then last_r, last_ready = rest, 'ready' .. rest end
+      S[k] = last_ready
+      st[#st + 1] = id; st[#st + 1] = last_ready
+      local p = P[k] or (parse_options(O[k]))
       if p == 0 then rpush[#rpush + 1] = id else push_ready(Q.ready, Q.prio, Q.stats, Q.wake, id, p, false) end
     end
     return 2, 0
   end
 
-  -- (the policy 'fail' met: the job buried, its new list written at once)
-  local function buried(id, list, attempts, tm, dq, did, outcome)
-    L[id] = list
+  -- (the policy 'fail' met: the job buried, its new list written at once;
+  -- sv: its waiting state)
+  local function buried(k, id, list, sv, dq, did, outcome)
+    L[k] = list; A[k] = nil
     redis.call('HSET', deps, id, list)
-    is_dirty[id] = nil
-    S[id] = false
+    is_dirty[k] = nil
+    S[k] = false
     gone[#gone + 1] = id
     DEPS_TOLD[1] = false
+    local _s, attempts, _t, tm = state_text(sv)
     bury(J, Q.dead, Q.stats, id, tonumber(attempts), clock(),
          'dependency ' .. dq .. ':' .. did .. (outcome == 'missing' and ' was removed (no record of it)'
                                                 or ' ended ' .. outcome), Q.dead_max, Q.emit, nil, tm)
     return 3, DEPS_TOLD[1] and 1 or 0
   end
 
+  local last_sv, last_rest -- (the jobs of one deps_add call share their state: checked once)
   local function release(id, dq, did, outcome)
-    local mark = MARKS[outcome]
-    local list, sv = L[id], S[id]
+    local k = K[id]
+    local list, sv = L[k], S[k]
     if not sv or not list then return 0, 0 end
-    -- (a waiting job's state as deps_add.lua writes it, read with one
-    -- match: what state_text gives for it; any other, through state_text)
-    local attempts, tm = string.match(sv, '^waiting (%d+) @(%S*)$')
-    if not attempts then
-      local state, _t
-      state, attempts, _t, tm = state_text(sv)
+    -- (a waiting job's state as deps_add.lua writes it, checked with one
+    -- find, no capture: what state_text gives for it; any other, through
+    -- state_text)
+    local rest
+    if sv == last_sv then
+      rest = last_rest
+    elseif string.find(sv, '^waiting %d+ @%S*$') then
+      rest = string.sub(sv, 8)
+      last_sv, last_rest = sv, rest
+    else
+      local state, attempts, _t, tm = state_text(sv)
       if state ~= 'waiting' then return 0, 0 end
+      rest = tm and ' ' .. attempts .. ' @' .. tm or ' ' .. attempts
     end
-    local entry = ' ' .. dq .. ' ' .. did
-    local policy, delay, at = string.match(list, '^(%a+) (%d+)[^\n]*\n()')
-    if at and not string.find(list, '\n', at, true) then
+    local mark = MARKS[outcome]
+    local went = 'w ' .. dq .. ' ' .. did -- (the line of this dependency while it is waited for)
+    local policy, delay, at = H[k], D[k], A[k]
+    if not at then policy, delay, at = string.match(list, '^(%a+) (%d+)[^\n]*\n()') end
+    -- (its one line this dependency's, waited for: told by its length and
+    -- one plain find, which finds no newline then)
+    local one = at and #list - at + 1 == #went and string.find(list, went, at, true) == at
+    if one or at and not string.find(list, '\n', at, true) then
       -- One dependency (a one-line list, deps_add.lua): no line loop, no
       -- table; a completion that releases it writes no list (P).
-      if string.sub(list, at) ~= 'w' .. entry then return 0, 0 end
+      if not one then return 0, 0 end
       if mark ~= 'c' then
-        unlike[id] = true
+        unlike[k] = true
         local head = string.sub(list, 1, at - 2)
-        local line = (policy == 'ignore' and '-' or mark) .. entry
+        local line = (policy == 'ignore' and '-' or mark) .. string.sub(went, 2)
         if policy == 'fail' then
-          if P[id] then head = head .. ' h' end -- (held: its 'w' lines stay pending)
-          return buried(id, head .. '\n' .. line, attempts, tm, dq, did, outcome)
+          if P[k] then head = head .. ' h' end -- (held: its 'w' lines stay pending)
+          return buried(k, id, head .. '\n' .. line, sv, dq, did, outcome)
         end
-        L[id] = head .. '\n' .. line
-        if not is_dirty[id] then is_dirty[id] = true; dirty[#dirty + 1] = id end
-      elseif not P[id] then
-        L[id] = string.sub(list, 1, at - 1) .. 'c' .. entry
-        if not is_dirty[id] then is_dirty[id] = true; dirty[#dirty + 1] = id end
+        L[k] = head .. '\n' .. line; A[k] = nil
+        if not is_dirty[k] then is_dirty[k] = true; dirty[#dirty + 1] = k end
+      elseif not P[k] then
+        L[k] = string.sub(list, 1, at - 1) .. 'c' .. string.sub(went, 2); A[k] = nil
+        if not is_dirty[k] then is_dirty[k] = true; dirty[#dirty + 1] = k end
       end
-      return finish(id, attempts, tm, delay)
+      return finish(k, id, rest, delay)
     end
-    local head, at = string.match(list, '^([^\n]*)\n()')
+    local head
+    head, at = string.match(list, '^([^\n]*)\n()')
     if not head then return 0, 0 end
     policy, delay = string.match(head, '^(%a+) (%d+)')
+    local entry = string.sub(went, 2)
     local lines, found, pending = {head}, false, 0
     for line in string.gmatch(string.sub(list, at), '[^\n]+') do
-      if line == 'w' .. entry then -- (every line of it: a dependency listed twice)
+      if line == went then -- (every line of it: a dependency listed twice)
         found = true
         if mark ~= 'c' and policy == 'ignore' then line = '-' .. entry else line = mark .. entry end
-        if mark ~= 'c' then unlike[id] = true end
+        if mark ~= 'c' then unlike[k] = true end
       elseif string.sub(line, 1, 1) == 'w' then
         pending = pending + 1
       end
@@ -1229,25 +1265,26 @@ function DEPS.release(J, Q, rel, from)
     end
     if not found then return 0, 0 end
     if mark ~= 'c' and policy == 'fail' then
-      if P[id] then lines[1] = head .. ' h' end -- (held: its 'w' lines stay pending)
-      return buried(id, table.concat(lines, '\n'), attempts, tm, dq, did, outcome)
+      if P[k] then lines[1] = head .. ' h' end -- (held: its 'w' lines stay pending)
+      return buried(k, id, table.concat(lines, '\n'), sv, dq, did, outcome)
     end
-    L[id] = table.concat(lines, '\n')
-    if not is_dirty[id] then is_dirty[id] = true; dirty[#dirty + 1] = id end
+    L[k] = table.concat(lines, '\n'); A[k] = nil
+    if not is_dirty[k] then is_dirty[k] = true; dirty[#dirty + 1] = k end
     if pending > 0 then return 1, 0 end
-    if P[id] and not unlike[id] then is_dirty[id] = nil end -- (all completed: not written)
-    return finish(id, attempts, tm, delay)
+    if P[k] and not unlike[k] then is_dirty[k] = nil end -- (all completed: not written)
+    return finish(k, id, rest, delay)
   end
 
-  local out = {}
+  local out, n = {}, 0
   for i = from or 1, #rel, 4 do
     local code, more = release(rel[i], rel[i + 1], rel[i + 2], rel[i + 3])
-    out[#out + 1] = code
-    out[#out + 1] = more
+    out[n + 1] = code
+    out[n + 2] = more
+    n = n + 2
   end
   local fv = {}
-  for _, id in ipairs(dirty) do
-    if is_dirty[id] then fv[#fv + 1] = id; fv[#fv + 1] = L[id] end
+  for _, k in ipairs(dirty) do
+    if is_dirty[k] then fv[#fv + 1] = uniq[k]; fv[#fv + 1] = L[k] end
   end
   if #fv > 0 then call_all('HSET', deps, fv, 2) end
   if #st > 0 then call_all('HSET', J.s, st, 2) end
@@ -1363,6 +1400,8 @@ end
 -- for none), not read again.
 function DEPS.finished(J, Q, ids, outcome, known)
   local here, ok = DEPS.queue(J), nil
+  -- (an entry line "<this queue> <id>": the queue's name as a pattern, once)
+  local mine_pat = here and '^' .. string.gsub(here, '%p', '%%%0') .. ' (%S+)$'
   local function writable() -- (asked once, when a line names this queue)
     local spec = {Q.ready, 'list', Q.prio, 'zset', Q.delayed, 'zset', Q.waiting, 'zset', Q.deps, 'hash',
                   J.o, 'hash'}
@@ -1381,11 +1420,12 @@ function DEPS.finished(J, Q, ids, outcome, known)
     local rel, left, drop, keep, index, unindex = {}, {}, {}, {}, {}, {}
     for k, id in ipairs(round) do
       local list, rest, mine = lists[k], nil, 0
-      if list and here and not string.find(list, '\n', 1, true) then
-        -- (one dependent: no line loop, no table)
-        local qn, did = string.match(list, '^(%S+) (%S+)$')
-        if qn == here and ok == nil then ok = writable() end
-        if qn == here and ok then
+      -- (one dependent of this queue, matched first with the id its one
+      -- capture: no line loop, no table; a multi-line entry fails it)
+      local did = list and mine_pat and string.match(list, mine_pat)
+      if did or list and here and not string.find(list, '\n', 1, true) then
+        if did and ok == nil then ok = writable() end
+        if did and ok then
           rel[#rel + 1] = did; rel[#rel + 1] = here; rel[#rel + 1] = id; rel[#rel + 1] = oc
           mine = 1
         end

@@ -1114,7 +1114,8 @@ DEPS.MARKS = {completed = 'c', dead = 'd', cancelled = 'x', missing = 'm'}
 -- release: code 0 nothing changed (not waiting for it, or counted already),
 -- 1 counted (others pending), 2 released (ready, or delayed by its own
 -- delay), 3 buried by the policy 'fail'; more 1 when the job buried has
--- dependents of its own to release (DEPS_TOLD), else 0.
+-- dependents of its own to release (DEPS_TOLD), else 0; then (a second
+-- value) how many releases have more 1.
 -- What it reads, once for all its releases (a job released twice in one
 -- call sees its first release: these are kept up to date): the state (S)
 -- and dependencies (L) of each job, and the options (O) of those whose
@@ -1129,10 +1130,10 @@ function DEPS.release(J, Q, rel, from)
   local MARKS, deps = DEPS.MARKS, Q.deps
   -- (every job by its index k in uniq: K[id] = k, the one table keyed by
   -- id; S[k] and L[k] are the HMGET replies themselves, kept up to date)
-  local uniq, K = {}, {}
+  local uniq, K, nu = {}, {}, 0
   for i = from or 1, #rel, 4 do
     local id = rel[i]
-    if not K[id] then uniq[#uniq + 1] = id; K[id] = #uniq end
+    if not K[id] then nu = nu + 1; uniq[nu] = id; K[id] = nu end
   end
   local S, L = hmget(J.s, uniq), hmget(deps, uniq)
   -- (a list's head "<policy> <delay> <priority>" as deps_add.lua writes
@@ -1143,7 +1144,7 @@ function DEPS.release(J, Q, rel, from)
     -- (the jobs of one deps_add call share their head: the last one read,
     -- hl with its newline, is compared with one plain find first)
     local old, hl, pol, dl, p, at = {}, nil, nil, nil, nil, nil
-    for k = 1, #uniq do
+    for k = 1, nu do
       local l = L[k]
       if l then
         if not (hl and string.find(l, hl, 1, true) == 1) then
@@ -1161,6 +1162,7 @@ function DEPS.release(J, Q, rel, from)
     end
   end
   local dirty, is_dirty, st, gone, rpush, unlike = {}, {}, {}, {}, {}, {}
+  local nst, ngone, nrpush = 0, 0, 0 -- (their lengths: #t is a search)
   -- (unlike[k]: a mark other than 'c' changed in this call, so the list is written)
   local now -- (the server's time, read once, when a job is buried or delayed)
   local function clock() now = now or now_ms(); return now end
@@ -1170,17 +1172,17 @@ function DEPS.release(J, Q, rel, from)
   -- which its new state keeps: state_value's text without the token)
   local last_r, last_ready -- (the ready state made last, for the same rest)
   local function finish(k, id, rest, delay)
-    gone[#gone + 1] = id
+    ngone = ngone + 1; gone[ngone] = id
     if delay ~= '0' and (tonumber(delay) or 0) > 0 then
       S[k] = 'delayed' .. rest
-      st[#st + 1] = id; st[#st + 1] = S[k]
+      st[nst + 1] = id; st[nst + 2] = S[k]; nst = nst + 2
       if push_delayed(Q.delayed, id, clock() + tonumber(delay)) then redis.call(PUB or pub_mode(), Q.wake, '1') end
     else
       if rest ~= last_r then last_r, last_ready = rest, 'ready' .. rest end
       S[k] = last_ready
-      st[#st + 1] = id; st[#st + 1] = last_ready
+      st[nst + 1] = id; st[nst + 2] = last_ready; nst = nst + 2
       local p = P[k] or (parse_options(O[k]))
-      if p == 0 then rpush[#rpush + 1] = id else push_ready(Q.ready, Q.prio, Q.stats, Q.wake, id, p, false) end
+      if p == 0 then nrpush = nrpush + 1; rpush[nrpush] = id else push_ready(Q.ready, Q.prio, Q.stats, Q.wake, id, p, false) end
     end
     return 2, 0
   end
@@ -1192,7 +1194,7 @@ function DEPS.release(J, Q, rel, from)
     redis.call('HSET', deps, id, list)
     is_dirty[k] = nil
     S[k] = false
-    gone[#gone + 1] = id
+    ngone = ngone + 1; gone[ngone] = id
     DEPS_TOLD[1] = false
     local _s, attempts, _t, tm = state_text(sv)
     bury(J, Q.dead, Q.stats, id, tonumber(attempts), clock(),
@@ -1202,6 +1204,7 @@ function DEPS.release(J, Q, rel, from)
   end
 
   local last_sv, last_rest -- (the jobs of one deps_add call share their state: checked once)
+  local find = string.find
   local function release(id, dq, did, outcome)
     local k = K[id]
     local list, sv = L[k], S[k]
@@ -1212,7 +1215,7 @@ function DEPS.release(J, Q, rel, from)
     local rest
     if sv == last_sv then
       rest = last_rest
-    elseif string.find(sv, '^waiting %d+ @%S*$') then
+    elseif find(sv, '^waiting %d+ @%S*$') then
       rest = string.sub(sv, 8)
       last_sv, last_rest = sv, rest
     else
@@ -1226,8 +1229,8 @@ function DEPS.release(J, Q, rel, from)
     if not at then policy, delay, at = string.match(list, '^(%a+) (%d+)[^\n]*\n()') end
     -- (its one line this dependency's, waited for: told by its length and
     -- one plain find, which finds no newline then)
-    local one = at and #list - at + 1 == #went and string.find(list, went, at, true) == at
-    if one or at and not string.find(list, '\n', at, true) then
+    local one = at and #list - at + 1 == #went and find(list, went, at, true) == at
+    if one or at and not find(list, '\n', at, true) then
       -- One dependency (a one-line list, deps_add.lua): no line loop, no
       -- table; a completion that releases it writes no list (P).
       if not one then return 0, 0 end
@@ -1275,27 +1278,28 @@ function DEPS.release(J, Q, rel, from)
     return finish(k, id, rest, delay)
   end
 
-  local out, n = {}, 0
+  local out, n, told = {}, 0, 0
   for i = from or 1, #rel, 4 do
     local code, more = release(rel[i], rel[i + 1], rel[i + 2], rel[i + 3])
     out[n + 1] = code
     out[n + 2] = more
     n = n + 2
+    told = told + more
   end
   local fv = {}
   for _, k in ipairs(dirty) do
     if is_dirty[k] then fv[#fv + 1] = uniq[k]; fv[#fv + 1] = L[k] end
   end
   if #fv > 0 then call_all('HSET', deps, fv, 2) end
-  if #st > 0 then call_all('HSET', J.s, st, 2) end
-  if #gone > 0 then call_all('ZREM', Q.waiting, gone) end
+  if nst > 0 then call_all('HSET', J.s, st, 2) end
+  if ngone > 0 then call_all('ZREM', Q.waiting, gone) end
   if #rpush > 0 then
     -- (as push_ready: the doorbell when the queue had nothing ready)
     local n = 0
     for i = 1, #rpush, CHUNK do n = redis.call('RPUSH', Q.ready, unpack(rpush, i, math.min(i + CHUNK - 1, #rpush))) end
     if n == #rpush and redis.call('ZCARD', Q.prio) == 0 then redis.call(PUB or pub_mode(), Q.wake, '1') end
   end
-  return out
+  return out, told
 end
 
 -- Register dependents with jobs of J's queue (deps_watch.lua): regs = { the
@@ -1413,20 +1417,23 @@ function DEPS.finished(J, Q, ids, outcome, known)
   -- round before (their dependents of this queue next); each round's
   -- releases in one DEPS.release, its writes a command each.
   local out, buried, round, oc, first = {}, {}, ids, outcome, true
+  local match, find = string.match, string.find
   while #round > 0 do
     -- (known: as the caller read them; a wrongly typed hash gives no
     -- entries: the sweep's deps_due.lua refuses it)
     local lists = known or try_all('HMGET', Q.dependents, round)
     local rel, left, drop, keep, index, unindex = {}, {}, {}, {}, {}, {}
-    for k, id in ipairs(round) do
-      local list, rest, mine = lists[k], nil, 0
+    local nrel, ndrop = 0, 0 -- (per-job appends with a counter: #t is a search)
+    for k = 1, #round do
+      local id, list, rest, mine = round[k], lists[k], nil, 0
       -- (one dependent of this queue, matched first with the id its one
       -- capture: no line loop, no table; a multi-line entry fails it)
-      local did = list and mine_pat and string.match(list, mine_pat)
-      if did or list and here and not string.find(list, '\n', 1, true) then
+      local did = list and mine_pat and match(list, mine_pat)
+      if did or list and here and not find(list, '\n', 1, true) then
         if did and ok == nil then ok = writable() end
         if did and ok then
-          rel[#rel + 1] = did; rel[#rel + 1] = here; rel[#rel + 1] = id; rel[#rel + 1] = oc
+          rel[nrel + 1] = did; rel[nrel + 2] = here; rel[nrel + 3] = id; rel[nrel + 4] = oc
+          nrel = nrel + 4
           mine = 1
         end
       elseif list and here then
@@ -1435,26 +1442,30 @@ function DEPS.finished(J, Q, ids, outcome, known)
           local qn, did = string.match(line, '^(%S+) (%S+)$')
           if qn == here and ok == nil then ok = writable() end
           if qn == here and ok then
-            rel[#rel + 1] = did; rel[#rel + 1] = here; rel[#rel + 1] = id; rel[#rel + 1] = oc
+            rel[nrel + 1] = did; rel[nrel + 2] = here; rel[nrel + 3] = id; rel[nrel + 4] = oc
+            nrel = nrel + 4
             mine = mine + 1
           else
             rest[#rest + 1] = line
           end
         end
       end
-      left[k] = list or ''
+      local l = list or ''
       if mine > 0 then
-        left[k] = rest and table.concat(rest, '\n') or ''
-        if left[k] ~= '' then keep[#keep + 1] = id; keep[#keep + 1] = left[k] else drop[#drop + 1] = id end
+        l = rest and table.concat(rest, '\n') or ''
+        if l ~= '' then keep[#keep + 1] = id; keep[#keep + 1] = l else ndrop = ndrop + 1; drop[ndrop] = id end
       end
-      if left[k] ~= '' then index[#index + 1] = id
+      left[k] = l
+      if l ~= '' then index[#index + 1] = id
       elseif oc ~= 'completed' then unindex[#unindex + 1] = id end -- (its burial indexed it)
     end
     local nextr = {}
-    if #rel > 0 then
-      local r = DEPS.release(J, Q, rel)
-      for j = 2, #r, 2 do
-        if r[j] == 1 then nextr[#nextr + 1] = rel[2 * j - 3] end -- buried, with dependents of its own
+    if nrel > 0 then
+      local r, more = DEPS.release(J, Q, rel)
+      if more > 0 then
+        for j = 2, #r, 2 do
+          if r[j] == 1 then nextr[#nextr + 1] = rel[2 * j - 3] end -- buried, with dependents of its own
+        end
       end
       if #drop > 0 then call_all('HDEL', Q.dependents, drop) end
       if #keep > 0 then call_all('HSET', Q.dependents, keep, 2) end
@@ -1467,9 +1478,12 @@ function DEPS.finished(J, Q, ids, outcome, known)
       try_all('ZADD', Q.depsfin, sv, 2)
     end
     if #unindex > 0 then try_all('ZREM', Q.depsfin, unindex) end
-    for k, id in ipairs(round) do
-      if first then out[#out + 1] = id; out[#out + 1] = left[k]
-      elseif left[k] ~= '' then buried[#buried + 1] = id; buried[#buried + 1] = left[k] end
+    if first then
+      for k = 1, #round do out[2 * k - 1] = round[k]; out[2 * k] = left[k] end
+    else
+      for k = 1, #round do
+        if left[k] ~= '' then buried[#buried + 1] = round[k]; buried[#buried + 1] = left[k] end
+      end
     end
     round, oc, first, known = nextr, 'dead', false, nil
   end

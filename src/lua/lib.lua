@@ -1338,9 +1338,14 @@ function DEPS.register(J, dependents, regs)
   end
   -- order: the jobs given dependents (first seen); had/list: their entry as read, as written
   local out, order, had, list, marks, stale = {}, {}, {}, {}, {}, {}
+  local last_sv, last_state -- (jobs of one enqueue call share their state string: read once)
   for k, id in ipairs(ids) do
     -- (the state's name alone, as state_text reads it)
-    local state = s[k] and (string.match(s[k], '^(%a+) %d') or s[k])
+    local sv, state = s[k], last_state
+    if sv ~= last_sv then
+      state = sv and (string.match(sv, '^(%a+) %d') or sv)
+      last_sv, last_state = sv, state
+    end
     if not s[k] and redis.call('HEXISTS', J.d, id) == 0 then
       out[k] = 'missing'
       if have[k] then stale[#stale + 1] = id end

@@ -1116,7 +1116,8 @@ DEPS.MARKS = {completed = 'c', dead = 'd', cancelled = 'x', missing = 'm'}
 -- release: code 0 nothing changed (not waiting for it, or counted already),
 -- 1 counted (others pending), 2 released (ready, or delayed by its own
 -- delay), 3 buried by the policy 'fail'; more 1 when the job buried has
--- dependents of its own to release (DEPS_TOLD), else 0.
+-- dependents of its own to release (DEPS_TOLD), else 0; then (a second
+-- value) how many releases have more 1.
 -- What it reads, once for all its releases (a job released twice in one
 -- call sees its first release: these are kept up to date): the state (S)
 -- and dependencies (L) of each job, and the options (O) of those whose
@@ -1129,101 +1130,139 @@ DEPS.MARKS = {completed = 'c', dead = 'd', cancelled = 'x', missing = 'm'}
 -- buried by its policy gets " h" on its head (held).
 function DEPS.release(J, Q, rel, from)
   local MARKS, deps = DEPS.MARKS, Q.deps
-  local uniq, S, O, L, P = {}, {}, {}, {}, {}
+  -- (every job by its index k in uniq: K[id] = k, the one table keyed by
+  -- id; S[k] and L[k] are the HMGET replies themselves, kept up to date)
+  local uniq, K, nu = {}, {}, 0
   for i = from or 1, #rel, 4 do
-    if S[rel[i]] == nil then uniq[#uniq + 1] = rel[i]; S[rel[i]] = false end
+    local id = rel[i]
+    if not K[id] then nu = nu + 1; uniq[nu] = id; K[id] = nu end
   end
+  local S, L = hmget(J.s, uniq), hmget(deps, uniq)
+  -- (a list's head "<policy> <delay> <priority>" as deps_add.lua writes
+  -- it, read once: H[k] the policy, D[k] the delay, A[k] where its first
+  -- line starts (cleared when the list is rewritten), P[k] the priority)
+  local P, O, H, D, A = {}, {}, {}, {}, {}
   do
-    local sv, lv, old = hmget(J.s, uniq), hmget(deps, uniq), {}
-    for k, id in ipairs(uniq) do
-      S[id] = sv[k]; L[id] = lv[k]
-      local p = lv[k] and string.match(lv[k], '^%a+ %d+ (%-?%d+)\n')
-      if p then P[id] = tonumber(p) elseif lv[k] then old[#old + 1] = id end
+    -- (the jobs of one deps_add call share their head: the last one read,
+    -- hl with its newline, is compared with one plain find first)
+    local old, hl, pol, dl, p, at = {}, nil, nil, nil, nil, nil
+    for k = 1, nu do
+      local l = L[k]
+      if l then
+        if not (hl and string.find(l, hl, 1, true) == 1) then
+          pol, dl, p, at = string.match(l, '^(%a+) (%d+) (%-?%d+)\n()')
+          if pol then hl = string.sub(l, 1, at - 1); p = tonumber(p) else hl = nil end
+        end
+        if pol then P[k] = p; H[k] = pol; D[k] = dl; A[k] = at else old[#old + 1] = k end
+      end
     end
     if #old > 0 then
-      local ov = hmget_sparse(J.o, old)
-      for k, id in ipairs(old) do O[id] = ov[k] end
+      local oids = {}
+      for j, k in ipairs(old) do oids[j] = uniq[k] end
+      local ov = hmget_sparse(J.o, oids)
+      for j, k in ipairs(old) do O[k] = ov[j] end
     end
   end
   local dirty, is_dirty, st, gone, rpush, unlike = {}, {}, {}, {}, {}, {}
-  -- (unlike[id]: a mark other than 'c' changed in this call, so the list is written)
+  local nst, ngone, nrpush = 0, 0, 0 -- (their lengths: #t is a search)
+  -- (unlike[k]: a mark other than 'c' changed in this call, so the list is written)
   local now -- (the server's time, read once, when a job is buried or delayed)
   local function clock() now = now or now_ms(); return now end
 
-  -- (the job's last dependency counted: ready, or delayed by its own delay)
-  local function finish(id, attempts, tm, delay)
-    gone[#gone + 1] = id
-    delay = tonumber(delay) or 0
-    if delay > 0 then
-      S[id] = state_value('delayed', attempts, nil, tm)
-      st[#st + 1] = id; st[#st + 1] = S[id]
-      if push_delayed(Q.delayed, id, clock() + delay) then redis.call(PUB or pub_mode(), Q.wake, '1') end
+  -- (the job's last dependency counted: ready, or delayed by its own
+  -- delay; rest: its waiting state after the name, " <attempts> @<times>",
+  -- which its new state keeps: state_value's text without the token)
+  local last_r, last_ready -- (the ready state made last, for the same rest)
+  local function finish(k, id, rest, delay)
+    ngone = ngone + 1; gone[ngone] = id
+    if delay ~= '0' and (tonumber(delay) or 0) > 0 then
+      S[k] = 'delayed' .. rest
+      st[nst + 1] = id; st[nst + 2] = S[k]; nst = nst + 2
+      if push_delayed(Q.delayed, id, clock() + tonumber(delay)) then redis.call(PUB or pub_mode(), Q.wake, '1') end
     else
-      S[id] = state_value('ready', attempts, nil, tm)
-      st[#st + 1] = id; st[#st + 1] = S[id]
-      local p = P[id] or (parse_options(O[id]))
-      if p == 0 then rpush[#rpush + 1] = id else push_ready(Q.ready, Q.prio, Q.stats, Q.wake, id, p, false) end
+      if rest ~= last_r then last_r, last_ready = rest, 'ready' .. rest end
+      S[k] = last_ready
+      st[nst + 1] = id; st[nst + 2] = last_ready; nst = nst + 2
+      local p = P[k] or (parse_options(O[k]))
+      if p == 0 then nrpush = nrpush + 1; rpush[nrpush] = id else push_ready(Q.ready, Q.prio, Q.stats, Q.wake, id, p, false) end
     end
     return 2, 0
   end
 
-  -- (the policy 'fail' met: the job buried, its new list written at once)
-  local function buried(id, list, attempts, tm, dq, did, outcome)
-    L[id] = list
+  -- (the policy 'fail' met: the job buried, its new list written at once;
+  -- sv: its waiting state)
+  local function buried(k, id, list, sv, dq, did, outcome)
+    L[k] = list; A[k] = nil
     redis.call('HSET', deps, id, list)
-    is_dirty[id] = nil
-    S[id] = false
-    gone[#gone + 1] = id
+    is_dirty[k] = nil
+    S[k] = false
+    ngone = ngone + 1; gone[ngone] = id
     DEPS_TOLD[1] = false
+    local _s, attempts, _t, tm = state_text(sv)
     bury(J, Q.dead, Q.stats, id, tonumber(attempts), clock(),
          'dependency ' .. dq .. ':' .. did .. (outcome == 'missing' and ' was removed (no record of it)'
                                                 or ' ended ' .. outcome), Q.dead_max, Q.emit, nil, tm)
     return 3, DEPS_TOLD[1] and 1 or 0
   end
 
+  local last_sv, last_rest -- (the jobs of one deps_add call share their state: checked once)
+  local find = string.find
   local function release(id, dq, did, outcome)
-    local mark = MARKS[outcome]
-    local list, sv = L[id], S[id]
+    local k = K[id]
+    local list, sv = L[k], S[k]
     if not sv or not list then return 0, 0 end
-    -- (a waiting job's state as deps_add.lua writes it, read with one
-    -- match: what state_text gives for it; any other, through state_text)
-    local attempts, tm = string.match(sv, '^waiting (%d+) @(%S*)$')
-    if not attempts then
-      local state, _t
-      state, attempts, _t, tm = state_text(sv)
+    -- (a waiting job's state as deps_add.lua writes it, checked with one
+    -- find, no capture: what state_text gives for it; any other, through
+    -- state_text)
+    local rest
+    if sv == last_sv then
+      rest = last_rest
+    elseif find(sv, '^waiting %d+ @%S*$') then
+      rest = string.sub(sv, 8)
+      last_sv, last_rest = sv, rest
+    else
+      local state, attempts, _t, tm = state_text(sv)
       if state ~= 'waiting' then return 0, 0 end
+      rest = tm and ' ' .. attempts .. ' @' .. tm or ' ' .. attempts
     end
-    local entry = ' ' .. dq .. ' ' .. did
-    local policy, delay, at = string.match(list, '^(%a+) (%d+)[^\n]*\n()')
-    if at and not string.find(list, '\n', at, true) then
+    local mark = MARKS[outcome]
+    local went = 'w ' .. dq .. ' ' .. did -- (the line of this dependency while it is waited for)
+    local policy, delay, at = H[k], D[k], A[k]
+    if not at then policy, delay, at = string.match(list, '^(%a+) (%d+)[^\n]*\n()') end
+    -- (its one line this dependency's, waited for: told by its length and
+    -- one plain find, which finds no newline then)
+    local one = at and #list - at + 1 == #went and find(list, went, at, true) == at
+    if one or at and not find(list, '\n', at, true) then
       -- One dependency (a one-line list, deps_add.lua): no line loop, no
       -- table; a completion that releases it writes no list (P).
-      if string.sub(list, at) ~= 'w' .. entry then return 0, 0 end
+      if not one then return 0, 0 end
       if mark ~= 'c' then
-        unlike[id] = true
+        unlike[k] = true
         local head = string.sub(list, 1, at - 2)
-        local line = (policy == 'ignore' and '-' or mark) .. entry
+        local line = (policy == 'ignore' and '-' or mark) .. string.sub(went, 2)
         if policy == 'fail' then
-          if P[id] then head = head .. ' h' end -- (held: its 'w' lines stay pending)
-          return buried(id, head .. '\n' .. line, attempts, tm, dq, did, outcome)
+          if P[k] then head = head .. ' h' end -- (held: its 'w' lines stay pending)
+          return buried(k, id, head .. '\n' .. line, sv, dq, did, outcome)
         end
-        L[id] = head .. '\n' .. line
-        if not is_dirty[id] then is_dirty[id] = true; dirty[#dirty + 1] = id end
-      elseif not P[id] then
-        L[id] = string.sub(list, 1, at - 1) .. 'c' .. entry
-        if not is_dirty[id] then is_dirty[id] = true; dirty[#dirty + 1] = id end
+        L[k] = head .. '\n' .. line; A[k] = nil
+        if not is_dirty[k] then is_dirty[k] = true; dirty[#dirty + 1] = k end
+      elseif not P[k] then
+        L[k] = string.sub(list, 1, at - 1) .. 'c' .. string.sub(went, 2); A[k] = nil
+        if not is_dirty[k] then is_dirty[k] = true; dirty[#dirty + 1] = k end
       end
-      return finish(id, attempts, tm, delay)
+      return finish(k, id, rest, delay)
     end
-    local head, at = string.match(list, '^([^\n]*)\n()')
+    local head
+    head, at = string.match(list, '^([^\n]*)\n()')
     if not head then return 0, 0 end
     policy, delay = string.match(head, '^(%a+) (%d+)')
+    local entry = string.sub(went, 2)
     local lines, found, pending = {head}, false, 0
     for line in string.gmatch(string.sub(list, at), '[^\n]+') do
-      if line == 'w' .. entry then -- (every line of it: a dependency listed twice)
+      if line == went then -- (every line of it: a dependency listed twice)
         found = true
         if mark ~= 'c' and policy == 'ignore' then line = '-' .. entry else line = mark .. entry end
-        if mark ~= 'c' then unlike[id] = true end
+        if mark ~= 'c' then unlike[k] = true end
       elseif string.sub(line, 1, 1) == 'w' then
         pending = pending + 1
       end
@@ -1231,36 +1270,38 @@ function DEPS.release(J, Q, rel, from)
     end
     if not found then return 0, 0 end
     if mark ~= 'c' and policy == 'fail' then
-      if P[id] then lines[1] = head .. ' h' end -- (held: its 'w' lines stay pending)
-      return buried(id, table.concat(lines, '\n'), attempts, tm, dq, did, outcome)
+      if P[k] then lines[1] = head .. ' h' end -- (held: its 'w' lines stay pending)
+      return buried(k, id, table.concat(lines, '\n'), sv, dq, did, outcome)
     end
-    L[id] = table.concat(lines, '\n')
-    if not is_dirty[id] then is_dirty[id] = true; dirty[#dirty + 1] = id end
+    L[k] = table.concat(lines, '\n'); A[k] = nil
+    if not is_dirty[k] then is_dirty[k] = true; dirty[#dirty + 1] = k end
     if pending > 0 then return 1, 0 end
-    if P[id] and not unlike[id] then is_dirty[id] = nil end -- (all completed: not written)
-    return finish(id, attempts, tm, delay)
+    if P[k] and not unlike[k] then is_dirty[k] = nil end -- (all completed: not written)
+    return finish(k, id, rest, delay)
   end
 
-  local out = {}
+  local out, n, told = {}, 0, 0
   for i = from or 1, #rel, 4 do
     local code, more = release(rel[i], rel[i + 1], rel[i + 2], rel[i + 3])
-    out[#out + 1] = code
-    out[#out + 1] = more
+    out[n + 1] = code
+    out[n + 2] = more
+    n = n + 2
+    told = told + more
   end
   local fv = {}
-  for _, id in ipairs(dirty) do
-    if is_dirty[id] then fv[#fv + 1] = id; fv[#fv + 1] = L[id] end
+  for _, k in ipairs(dirty) do
+    if is_dirty[k] then fv[#fv + 1] = uniq[k]; fv[#fv + 1] = L[k] end
   end
   if #fv > 0 then call_all('HSET', deps, fv, 2) end
-  if #st > 0 then call_all('HSET', J.s, st, 2) end
-  if #gone > 0 then call_all('ZREM', Q.waiting, gone) end
+  if nst > 0 then call_all('HSET', J.s, st, 2) end
+  if ngone > 0 then call_all('ZREM', Q.waiting, gone) end
   if #rpush > 0 then
     -- (as push_ready: the doorbell when the queue had nothing ready)
     local n = 0
     for i = 1, #rpush, CHUNK do n = redis.call('RPUSH', Q.ready, unpack(rpush, i, math.min(i + CHUNK - 1, #rpush))) end
     if n == #rpush and redis.call('ZCARD', Q.prio) == 0 then redis.call(PUB or pub_mode(), Q.wake, '1') end
   end
-  return out
+  return out, told
 end
 
 -- Register dependents with jobs of J's queue (deps_watch.lua): regs = { the
@@ -1299,9 +1340,14 @@ function DEPS.register(J, dependents, regs)
   end
   -- order: the jobs given dependents (first seen); had/list: their entry as read, as written
   local out, order, had, list, marks, stale = {}, {}, {}, {}, {}, {}
+  local last_sv, last_state -- (jobs of one enqueue call share their state string: read once)
   for k, id in ipairs(ids) do
     -- (the state's name alone, as state_text reads it)
-    local state = s[k] and (string.match(s[k], '^(%a+) %d') or s[k])
+    local sv, state = s[k], last_state
+    if sv ~= last_sv then
+      state = sv and (string.match(sv, '^(%a+) %d') or sv)
+      last_sv, last_state = sv, state
+    end
     if not s[k] and redis.call('HEXISTS', J.d, id) == 0 then
       out[k] = 'missing'
       if have[k] then stale[#stale + 1] = id end
@@ -1365,6 +1411,8 @@ end
 -- for none), not read again.
 function DEPS.finished(J, Q, ids, outcome, known)
   local here, ok = DEPS.queue(J), nil
+  -- (an entry line "<this queue> <id>": the queue's name as a pattern, once)
+  local mine_pat = here and '^' .. string.gsub(here, '%p', '%%%0') .. ' (%S+)$'
   local function writable() -- (asked once, when a line names this queue)
     local spec = {Q.ready, 'list', Q.prio, 'zset', Q.delayed, 'zset', Q.waiting, 'zset', Q.deps, 'hash',
                   J.o, 'hash'}
@@ -1376,19 +1424,23 @@ function DEPS.finished(J, Q, ids, outcome, known)
   -- round before (their dependents of this queue next); each round's
   -- releases in one DEPS.release, its writes a command each.
   local out, buried, round, oc, first = {}, {}, ids, outcome, true
+  local match, find = string.match, string.find
   while #round > 0 do
     -- (known: as the caller read them; a wrongly typed hash gives no
     -- entries: the sweep's deps_due.lua refuses it)
     local lists = known or try_all('HMGET', Q.dependents, round)
     local rel, left, drop, keep, index, unindex = {}, {}, {}, {}, {}, {}
-    for k, id in ipairs(round) do
-      local list, rest, mine = lists[k], nil, 0
-      if list and here and not string.find(list, '\n', 1, true) then
-        -- (one dependent: no line loop, no table)
-        local qn, did = string.match(list, '^(%S+) (%S+)$')
-        if qn == here and ok == nil then ok = writable() end
-        if qn == here and ok then
-          rel[#rel + 1] = did; rel[#rel + 1] = here; rel[#rel + 1] = id; rel[#rel + 1] = oc
+    local nrel, ndrop = 0, 0 -- (per-job appends with a counter: #t is a search)
+    for k = 1, #round do
+      local id, list, rest, mine = round[k], lists[k], nil, 0
+      -- (one dependent of this queue, matched first with the id its one
+      -- capture: no line loop, no table; a multi-line entry fails it)
+      local did = list and mine_pat and match(list, mine_pat)
+      if did or list and here and not find(list, '\n', 1, true) then
+        if did and ok == nil then ok = writable() end
+        if did and ok then
+          rel[nrel + 1] = did; rel[nrel + 2] = here; rel[nrel + 3] = id; rel[nrel + 4] = oc
+          nrel = nrel + 4
           mine = 1
         end
       elseif list and here then
@@ -1397,26 +1449,30 @@ function DEPS.finished(J, Q, ids, outcome, known)
           local qn, did = string.match(line, '^(%S+) (%S+)$')
           if qn == here and ok == nil then ok = writable() end
           if qn == here and ok then
-            rel[#rel + 1] = did; rel[#rel + 1] = here; rel[#rel + 1] = id; rel[#rel + 1] = oc
+            rel[nrel + 1] = did; rel[nrel + 2] = here; rel[nrel + 3] = id; rel[nrel + 4] = oc
+            nrel = nrel + 4
             mine = mine + 1
           else
             rest[#rest + 1] = line
           end
         end
       end
-      left[k] = list or ''
+      local l = list or ''
       if mine > 0 then
-        left[k] = rest and table.concat(rest, '\n') or ''
-        if left[k] ~= '' then keep[#keep + 1] = id; keep[#keep + 1] = left[k] else drop[#drop + 1] = id end
+        l = rest and table.concat(rest, '\n') or ''
+        if l ~= '' then keep[#keep + 1] = id; keep[#keep + 1] = l else ndrop = ndrop + 1; drop[ndrop] = id end
       end
-      if left[k] ~= '' then index[#index + 1] = id
+      left[k] = l
+      if l ~= '' then index[#index + 1] = id
       elseif oc ~= 'completed' then unindex[#unindex + 1] = id end -- (its burial indexed it)
     end
     local nextr = {}
-    if #rel > 0 then
-      local r = DEPS.release(J, Q, rel)
-      for j = 2, #r, 2 do
-        if r[j] == 1 then nextr[#nextr + 1] = rel[2 * j - 3] end -- buried, with dependents of its own
+    if nrel > 0 then
+      local r, more = DEPS.release(J, Q, rel)
+      if more > 0 then
+        for j = 2, #r, 2 do
+          if r[j] == 1 then nextr[#nextr + 1] = rel[2 * j - 3] end -- buried, with dependents of its own
+        end
       end
       if #drop > 0 then call_all('HDEL', Q.dependents, drop) end
       if #keep > 0 then call_all('HSET', Q.dependents, keep, 2) end
@@ -1429,9 +1485,12 @@ function DEPS.finished(J, Q, ids, outcome, known)
       try_all('ZADD', Q.depsfin, sv, 2)
     end
     if #unindex > 0 then try_all('ZREM', Q.depsfin, unindex) end
-    for k, id in ipairs(round) do
-      if first then out[#out + 1] = id; out[#out + 1] = left[k]
-      elseif left[k] ~= '' then buried[#buried + 1] = id; buried[#buried + 1] = left[k] end
+    if first then
+      for k = 1, #round do out[2 * k - 1] = round[k]; out[2 * k] = left[k] end
+    else
+      for k = 1, #round do
+        if left[k] ~= '' then buried[#buried + 1] = round[k]; buried[#buried + 1] = left[k] end
+      end
     end
     round, oc, first, known = nextr, 'dead', false, nil
   end

@@ -535,6 +535,7 @@ static int send_one(rjq_queue *q, batch *b, sent_batch *s) {
     for (int i = 0; i < rjq__scripts[RJQ__S_ENQUEUE].nkeys + 2; i++) next_arg(&at, &len);
     const char *ch = next_arg(&at, &clen);
     rjq__buf a = {0};
+    rjq__buf_head_room(&a); /* (taken by the request: no copy for its head) */
     rjq__buf_script_keys(&a, q, RJQ__S_ENQUEUE_ONE);
     rjq__buf_key(&a, q, RJQ__K_WAKE);
     rjq__buf_arg(&a, ch, clen);
@@ -546,9 +547,9 @@ static int send_one(rjq_queue *q, batch *b, sent_batch *s) {
     part *p = rjq__queue_part(q, RJQ__PART_ENQUEUE);
     rjq__buf_arg_str(&a, p && p->format == 2 ? "2" : "1"); /* (enqueue_one.lua checks it) */
     int rc = a.oom ? RJQ_ENOMEM
-                   : rjq__script_buf(rjq_queue_get_client(q), RJQ__S_ENQUEUE_ONE, RJQ__REQ_DURABLE,
-                                     on_enqueued, s, 1 + rjq__scripts[RJQ__S_ENQUEUE_ONE].nkeys + 5,
-                                     &a);
+                   : rjq__script_take(rjq_queue_get_client(q), RJQ__S_ENQUEUE_ONE, RJQ__REQ_DURABLE,
+                                      on_enqueued, s, 1 + rjq__scripts[RJQ__S_ENQUEUE_ONE].nkeys + 5,
+                                      &a);
     rjq__buf_free(&a);
     return rc;
 }

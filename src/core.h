@@ -251,6 +251,11 @@ int rjq__script_buf(rjq_client *c, int script, int flags, rjq__reply_fn *fn, voi
  * error: b stays the caller's. */
 int rjq__script_take(rjq_client *c, int script, int flags, rjq__reply_fn *fn, void *priv,
                      int nargs, rjq__buf *b);
+/* The same with the arguments at b->p + at, whatever is before them (the
+ * head goes there when it fits, else the arguments are copied once behind
+ * it). */
+int rjq__script_take_at(rjq_client *c, int script, int flags, rjq__reply_fn *fn, void *priv,
+                        int nargs, rjq__buf *b, size_t at);
 /* Several calls of one script as one transaction (MULTI, the calls, EXEC:
  * nothing else runs between them), call i with the nargs[i] arguments in
  * parts[i] (their memory is taken, leaving those buffers empty; free the

@@ -316,23 +316,34 @@ int rjq__script_buf(rjq_client *c, int script, int flags, rjq__reply_fn *fn, voi
     return RJQ_OK;
 }
 
-int rjq__script_take(rjq_client *c, int script, int flags, rjq__reply_fn *fn, void *priv,
-                     int nargs, rjq__buf *b) {
+int rjq__script_take_at(rjq_client *c, int script, int flags, rjq__reply_fn *fn, void *priv,
+                        int nargs, rjq__buf *b, size_t at) {
     if (!rjq__accepting(c)) return RJQ_ECLOSED;
-    RJQ_ASSERT(b->oom || b->len >= RJQ__HEAD_ROOM);
+    RJQ_ASSERT(b->oom || b->len >= at);
     rjq__buf_nul(b); /* (NUL-ended: see rjq__txn_build) */
     if (b->oom) return RJQ_ENOMEM;
     rjq__req *r = rjq__req_new(c, flags, fn, priv, NULL, 0);
     if (r == NULL) return RJQ_ENOMEM;
     r->script = script;
     r->nargs = nargs;
-    r->slot = args_slot(b->p + RJQ__HEAD_ROOM, b->p + b->len);
+    r->slot = args_slot(b->p + at, b->p + b->len);
     r->block = b->p;
+    r->args_at = at;
     r->own_cmd = 1;
-    rjq__script_head_in_block(c->cmd.fcall, r, b->len - RJQ__HEAD_ROOM);
+    if (rjq__script_head_in_block(c->cmd.fcall, r, b->len - at) != 0) {
+        r->block = NULL; /* (b stays the caller's) */
+        r->own_cmd = 0;
+        free(r);
+        return RJQ_ENOMEM;
+    }
     *b = (rjq__buf){0};
     send_req(c, r);
     return RJQ_OK;
+}
+
+int rjq__script_take(rjq_client *c, int script, int flags, rjq__reply_fn *fn, void *priv,
+                     int nargs, rjq__buf *b) {
+    return rjq__script_take_at(c, script, flags, fn, priv, nargs, b, RJQ__HEAD_ROOM);
 }
 
 int rjq__command(rjq_client *c, int flags, rjq__reply_fn *fn, void *priv, int argc,

@@ -77,17 +77,18 @@ int rjq__script_set_head(int fcall, rjq__req *r, const char *args, size_t len) {
     return 0;
 }
 
-void rjq__script_head_in_block(int fcall, rjq__req *r, size_t args_len) {
-    char *args = r->block + RJQ__HEAD_ROOM;
+int rjq__script_head_in_block(int fcall, rjq__req *r, size_t args_len) {
+    char *args = r->block + r->args_at;
     RJQ_ASSERT(numkeys_of(args, args_len) == rjq__scripts[r->script].nkeys);
-    char head[RJQ__HEAD_ROOM];
-    /* (a head is shorter than its room: rjq__script_head's assertion) */
+    char head[160];
     size_t hlen = (size_t)rjq__script_head(r->script, r->nargs, fcall, head, sizeof head);
+    if (hlen > r->args_at) return rjq__script_set_head(fcall, r, args, args_len);
     memcpy(args - hlen, head, hlen);
     r->cmd = args - hlen;
     r->len = hlen + args_len;
     r->head_len = hlen;
     r->fcall = fcall;
+    return 0;
 }
 
 /* The answer to FUNCTION LOAD of rjq's library: it is there, or functions

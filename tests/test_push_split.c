@@ -167,9 +167,10 @@ static void on_answer(rjq_client *c, int status, const rjq_enqueued *jobs, size_
     a->status = status;
 }
 
-/* The lean enqueue (one anonymous job: enqueue_one.lua) hands its
- * argument buffer to the request, which writes the script's head in the
- * room kept in front of the arguments (rjq__script_take): no copy. Its
+/* The lean enqueue (one anonymous job: enqueue_one.lua) is made in its
+ * batch's own buffer around the payload where it lies, and the request
+ * takes that buffer, writing the script's head in the room in front of
+ * the arguments (send_one, rjq__script_take_at): no copy of either. Its
  * bytes land whole, made before the session is up (the request waits in
  * the backlog; its head is rewritten in place if the session's form
  * differs) and after; a request whose connection is killed under it, or

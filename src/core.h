@@ -244,6 +244,18 @@ int rjq__script_resp(rjq_client *c, int script, int flags, rjq__reply_fn *fn, vo
  * they are: nothing flushed first (for the batching features' own sends). */
 int rjq__script_buf(rjq_client *c, int script, int flags, rjq__reply_fn *fn, void *priv,
                     int nargs, const rjq__buf *b);
+/* The same taking b's memory instead of copying it: b was started with
+ * rjq__buf_head_room (the arguments after that room), and the call's head
+ * is written in that room, so each argument is copied once on its way to
+ * hiredis. RJQ_OK: b is left empty (the request frees its memory); an
+ * error: b stays the caller's. */
+int rjq__script_take(rjq_client *c, int script, int flags, rjq__reply_fn *fn, void *priv,
+                     int nargs, rjq__buf *b);
+/* The same with the arguments at b->p + at, whatever is before them (the
+ * head goes there when it fits, else the arguments are copied once behind
+ * it). */
+int rjq__script_take_at(rjq_client *c, int script, int flags, rjq__reply_fn *fn, void *priv,
+                        int nargs, rjq__buf *b, size_t at);
 /* Several calls of one script as one transaction (MULTI, the calls, EXEC:
  * nothing else runs between them), call i with the nargs[i] arguments in
  * parts[i] (their memory is taken, leaving those buffers empty; free the

@@ -535,7 +535,9 @@ static int send_one(rjq_queue *q, batch *b, sent_batch *s) {
     size_t idlen, plen, olen, clen, len;
     const char *at = b->args.p + b->items[0].off;
     next_arg(&at, &idlen);
+    size_t parg = (size_t)(at - b->args.p); /* where the payload's argument starts */
     const char *payload = next_arg(&at, &plen);
+    size_t pend = (size_t)(at - b->args.p); /* ... and ends */
     next_arg(&at, &olen);
     if (idlen != 0 || olen != 0) return 1;
     /* the reply channel: the fixed arguments' last (start_batch) */
@@ -544,6 +546,7 @@ static int send_one(rjq_queue *q, batch *b, sent_batch *s) {
     for (int i = 0; i < rjq__scripts[RJQ__S_ENQUEUE].nkeys + 2; i++) next_arg(&at, &len);
     const char *ch = next_arg(&at, &clen);
     rjq__buf a = {0};
+    rjq__buf_head_room(&a); /* (taken by the request: no copy for its head) */
     rjq__buf_script_keys(&a, q, RJQ__S_ENQUEUE_ONE);
     rjq__buf_key(&a, q, RJQ__K_WAKE);
     rjq__buf_arg(&a, ch, clen);
@@ -551,13 +554,36 @@ static int send_one(rjq_queue *q, batch *b, sent_batch *s) {
     rjq__random_word(rjq_queue_get_client(q), tbase, 10);
     strcat(tbase, "p");
     rjq__buf_arg_str(&a, tbase);
-    rjq__buf_arg(&a, payload, plen);
     part *p = rjq__queue_part(q, RJQ__PART_ENQUEUE);
-    rjq__buf_arg_str(&a, p && p->format == 2 ? "2" : "1"); /* (enqueue_one.lua checks it) */
-    int rc = a.oom ? RJQ_ENOMEM
-                   : rjq__script_buf(rjq_queue_get_client(q), RJQ__S_ENQUEUE_ONE, RJQ__REQ_DURABLE,
-                                     on_enqueued, s, 1 + rjq__scripts[RJQ__S_ENQUEUE_ONE].nkeys + 5,
-                                     &a);
+    const char *format = p && p->format == 2 ? "2" : "1"; /* (enqueue_one.lua checks it) */
+    int nargs = 1 + rjq__scripts[RJQ__S_ENQUEUE_ONE].nkeys + 5, rc;
+    size_t lead = a.len - RJQ__HEAD_ROOM; /* the arguments before the payload */
+    if (!a.oom && p && parg >= lead + RJQ__HEAD_ROOM) {
+        /* The call made in the batch's own buffer, around the payload
+         * where it lies (no copy of it): those arguments written in front
+         * of it, with room for the head before them, the format after it
+         * (over the job's options); the request takes the buffer, the
+         * batch gets the spare one. */
+        size_t from = parg - lead;
+        memcpy(b->args.p + from, a.p + RJQ__HEAD_ROOM, lead);
+        b->args.len = pend;
+        rjq__buf_arg_str(&b->args, format);
+        rc = b->args.oom ? RJQ_ENOMEM
+                         : rjq__script_take_at(rjq_queue_get_client(q), RJQ__S_ENQUEUE_ONE,
+                                               RJQ__REQ_DURABLE, on_enqueued, s, nargs, &b->args,
+                                               from);
+        if (rc == RJQ_OK) {
+            b->args = p->spare;
+            p->spare = (rjq__buf){0};
+        }
+        rjq__buf_free(&a);
+        return rc;
+    }
+    rjq__buf_arg(&a, payload, plen);
+    rjq__buf_arg_str(&a, format);
+    rc = a.oom ? RJQ_ENOMEM
+               : rjq__script_take(rjq_queue_get_client(q), RJQ__S_ENQUEUE_ONE, RJQ__REQ_DURABLE,
+                                  on_enqueued, s, nargs, &a);
     rjq__buf_free(&a);
     return rc;
 }

@@ -176,7 +176,7 @@ void rjq__req_free(rjq__req *r) {
     free(r->parts);
     free(r->part_end);
     free(r->part_err);
-    if (r->own_cmd) free(r->cmd);
+    if (r->own_cmd) free(r->block ? r->block : r->cmd);
     else redisFreeCommand(r->cmd);
     free(r);
 }

@@ -79,6 +79,7 @@ static int send_formatted(redisAsyncContext *ac, rjq__req *r) {
 static void reformat_head(const rjq__conn *to, rjq__req *r) {
     if (r->script < 0 || r->fcall == to->fcall) return;
     if (r->nparts) rjq__txn_build(to->fcall, r, NULL, NULL);
+    else if (r->block) rjq__script_head_in_block(to->fcall, r, r->len - r->head_len);
     else rjq__script_set_head(to->fcall, r, r->cmd + r->head_len, r->len - r->head_len);
 }
 
@@ -313,6 +314,36 @@ int rjq__script_buf(rjq_client *c, int script, int flags, rjq__reply_fn *fn, voi
     }
     send_req(c, r);
     return RJQ_OK;
+}
+
+int rjq__script_take_at(rjq_client *c, int script, int flags, rjq__reply_fn *fn, void *priv,
+                        int nargs, rjq__buf *b, size_t at) {
+    if (!rjq__accepting(c)) return RJQ_ECLOSED;
+    RJQ_ASSERT(b->oom || b->len >= at);
+    rjq__buf_nul(b); /* (NUL-ended: see rjq__txn_build) */
+    if (b->oom) return RJQ_ENOMEM;
+    rjq__req *r = rjq__req_new(c, flags, fn, priv, NULL, 0);
+    if (r == NULL) return RJQ_ENOMEM;
+    r->script = script;
+    r->nargs = nargs;
+    r->slot = args_slot(b->p + at, b->p + b->len);
+    r->block = b->p;
+    r->args_at = at;
+    r->own_cmd = 1;
+    if (rjq__script_head_in_block(c->cmd.fcall, r, b->len - at) != 0) {
+        r->block = NULL; /* (b stays the caller's) */
+        r->own_cmd = 0;
+        free(r);
+        return RJQ_ENOMEM;
+    }
+    *b = (rjq__buf){0};
+    send_req(c, r);
+    return RJQ_OK;
+}
+
+int rjq__script_take(rjq_client *c, int script, int flags, rjq__reply_fn *fn, void *priv,
+                     int nargs, rjq__buf *b) {
+    return rjq__script_take_at(c, script, flags, fn, priv, nargs, b, RJQ__HEAD_ROOM);
 }
 
 int rjq__command(rjq_client *c, int flags, rjq__reply_fn *fn, void *priv, int argc,

@@ -58,6 +58,11 @@ struct rjq__req {
     int script;             /* index into rjq__scripts, or -1 */
     int flags;
     int own_cmd;            /* cmd is ours (malloc), not hiredis' */
+    char *block;            /* non-NULL: cmd sits in this block of ours (a
+                               script's arguments taken with RJQ__HEAD_ROOM
+                               in front, its head written there): free it,
+                               not cmd (rjq__script_take) */
+    size_t args_at;         /* block: where the arguments start in it */
     int nargs;              /* script: arguments after the head */
     size_t head_len;        /* script: bytes of cmd before them */
     int fcall;              /* script: the head is FCALL (else EVALSHA) */
@@ -157,6 +162,12 @@ int rjq__script_head(int script, int nargs, int fcall, char *out, size_t cap);
 /* Give script request r (its arguments: the len bytes at args) the head
  * for the session's mode, in a new buffer. 0, or -1 out of memory. */
 int rjq__script_set_head(int fcall, rjq__req *r, const char *args, size_t len);
+/* The same for a request whose arguments (args_len bytes) sit in its block
+ * at args_at: the head is written in front of them, nothing is copied or
+ * allocated (rjq__script_take), unless the head is longer than the room
+ * in front: then as rjq__script_set_head (the block freed). 0, or -1 out
+ * of memory (r unchanged). */
+int rjq__script_head_in_block(int fcall, rjq__req *r, size_t args_len);
 /* Whether the session has rjq's library, from FUNCTION LOAD's answer. */
 void rjq__library_loaded(rjq__conn *conn, const redisReply *reply);
 /* The command connection's set-up step (its rjq__conn_hooks setup). */

@@ -75,6 +75,17 @@ void rjq__buf_raw(rjq__buf *b, const void *resp, size_t len) {
     b->len += len;
 }
 
+void rjq__buf_head_room(rjq__buf *b) {
+    if (b->oom || b->len != 0) return; /* (only at the front of an empty buffer) */
+    reserve(b, RJQ__HEAD_ROOM);
+    if (!b->oom) b->len = RJQ__HEAD_ROOM;
+}
+
+void rjq__buf_nul(rjq__buf *b) {
+    reserve(b, 1);
+    if (!b->oom) b->p[b->len] = '\0';
+}
+
 void rjq__buf_arg_str(rjq__buf *b, const char *s) {
     rjq__buf_arg(b, s, strlen(s));
 }

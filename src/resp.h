@@ -20,6 +20,16 @@ void rjq__buf_arg_str(rjq__buf *b, const char *s);
 /* Append len bytes already in RESP form (arguments of another buffer). */
 void rjq__buf_raw(rjq__buf *b, const void *resp, size_t len);
 void rjq__buf_free(rjq__buf *b);
+/* Room for a script call's head (FCALL or EVALSHA, its function or sha
+ * and the count: rjq__script_head's at most 160 bytes) at the front of an
+ * empty buffer, so the request can take the buffer and write its head in
+ * front of the arguments instead of copying them behind it
+ * (rjq__script_take). The arguments then start at p + RJQ__HEAD_ROOM. */
+#define RJQ__HEAD_ROOM 160
+void rjq__buf_head_room(rjq__buf *b);
+/* A NUL after the last byte (not counted in len): hiredis reads the byte
+ * after a command's name. */
+void rjq__buf_nul(rjq__buf *b);
 /* An integer as a bulk string of its decimal digits. */
 void rjq__buf_ll(rjq__buf *b, long long v);
 /* x in decimal at out (NUL-ended: at most 20 characters and the NUL, so

@@ -67,11 +67,26 @@ int rjq__script_set_head(int fcall, rjq__req *r, const char *args, size_t len) {
     memcpy(cmd, head, (size_t)hlen);
     if (len) memcpy(cmd + hlen, args, len);
     cmd[(size_t)hlen + len] = '\0';
-    if (r->own_cmd) free(r->cmd);
+    if (r->own_cmd) free(r->block ? r->block : r->cmd);
+    r->block = NULL;
     r->cmd = cmd;
     r->own_cmd = 1;
     r->len = (size_t)hlen + len;
     r->head_len = (size_t)hlen;
+    r->fcall = fcall;
+    return 0;
+}
+
+int rjq__script_head_in_block(int fcall, rjq__req *r, size_t args_len) {
+    char *args = r->block + r->args_at;
+    RJQ_ASSERT(numkeys_of(args, args_len) == rjq__scripts[r->script].nkeys);
+    char head[160];
+    size_t hlen = (size_t)rjq__script_head(r->script, r->nargs, fcall, head, sizeof head);
+    if (hlen > r->args_at) return rjq__script_set_head(fcall, r, args, args_len);
+    memcpy(args - hlen, head, hlen);
+    r->cmd = args - hlen;
+    r->len = hlen + args_len;
+    r->head_len = hlen;
     r->fcall = fcall;
     return 0;
 }

@@ -153,3 +153,71 @@ TEST(push_whose_payload_message_is_lost_loses_no_job) {
     worker_stop_wait(e.base, w);
     env_stop_proxied(&e, &p);
 }
+
+/* How many times an enqueue's callback came, and its last status. */
+typedef struct answered {
+    long calls;
+    int status;
+} answered;
+
+static void on_answer(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
+    answered *a = data;
+    (void)c, (void)jobs, (void)n;
+    a->calls++;
+    a->status = status;
+}
+
+/* The lean enqueue (one anonymous job: enqueue_one.lua) is made in its
+ * batch's own buffer around the payload where it lies, and the request
+ * takes that buffer, writing the script's head in the room in front of
+ * the arguments (send_one, rjq__script_take_at): no copy of either. Its
+ * bytes land whole, made before the session is up (the request waits in
+ * the backlog; its head is rewritten in place if the session's form
+ * differs) and after; a request whose connection is killed under it, or
+ * whose client is freed with it unanswered, ends once and leaks nothing
+ * (ASan and valgrind runs of this test). */
+TEST(lean_enqueues_taking_their_buffer_land_16_kib_and_1_mib_exact_and_leak_nothing) {
+    test_env e;
+    env_open(&e, "pt", NULL);
+    seen s;
+    memset(&s, 0, sizeof s);
+    answered a[4];
+    memset(a, 0, sizeof a);
+    /* made while the client is still connecting */
+    char *b16 = make_bytes(16384, 1), *b1m = make_bytes(1 << 20, 2);
+    ASSERT_OK(rjq_enqueue(e.q, b16, 16384, NULL, on_answer, &a[0]));
+    loop_turn(e.base); /* (its own batch: one job) */
+    ASSERT_OK(rjq_enqueue(e.q, b1m, 1 << 20, NULL, on_answer, &a[1]));
+    WAIT_FOR(e.base, a[0].calls == 1 && a[1].calls == 1, 10000);
+    ASSERT_OK(a[0].status);
+    ASSERT_OK(a[1].status);
+    /* made on an established session */
+    char *b16b = make_bytes(16384, 3);
+    ASSERT_OK(rjq_enqueue(e.q, b16b, 16384, NULL, on_answer, &a[2]));
+    WAIT_FOR(e.base, a[2].calls == 1, 10000);
+    ASSERT_OK(a[2].status);
+    rjq_worker_options wo = quiet_worker_options(3);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, check_handler, &s, &w));
+    ASSERT(loop_until_count(e.base, &s.jobs, 3, 10000));
+    ASSERT(saw(&s, 16384, 1));
+    ASSERT(saw(&s, 1 << 20, 2));
+    ASSERT(saw(&s, 16384, 3));
+    worker_stop_wait(e.base, w);
+    /* its connection killed under it: answered once, whatever the status */
+    ASSERT_OK(rjq_enqueue(e.q, b1m, 1 << 20, NULL, on_answer, &a[3]));
+    loop_turn(e.base);
+    freeReplyObject(server_cmd(e.rc, "CLIENT KILL TYPE normal SKIPME yes"));
+    WAIT_FOR(e.base, a[3].calls >= 1, 10000);
+    ASSERT_EQ(1, a[3].calls);
+    /* freed with one unanswered: its callback once, its buffer freed */
+    memset(&a[0], 0, sizeof a[0]);
+    WAIT_FOR(e.base, rjq_client_is_connected(e.c), 10000);
+    ASSERT_OK(rjq_enqueue(e.q, b1m, 1 << 20, NULL, on_answer, &a[0]));
+    loop_turn(e.base);
+    rjq_client_free(e.c);
+    e.c = NULL;
+    ASSERT_EQ(1, a[0].calls);
+    free(b16), free(b1m), free(b16b);
+    env_stop(&e);
+}

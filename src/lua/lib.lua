@@ -701,10 +701,12 @@ local INLINE_RESULT_MAX = 65536
 local OUTCOMES = {} -- framed channel -> the call's outcomes (emptied by finish)
 local OUTCOME_MESSAGE_BYTES = 65536
 
--- Dependencies (deps_watch.lua): a job that jobs of other queues wait for
--- has the mark DEPS_MARK among its watchers (no reply channel is that;
--- one waited for by jobs of its own queue only has none: its dependents
--- entry tells, DEPS.register, notify_finished); notify()
+-- Dependencies (deps_watch.lua): a job that other jobs wait for has an
+-- entry in its queue's dependents hash, which every finishing script
+-- reads (complete.lua; notify_finished with J.dt), for dependents of any
+-- queue (DEPS.register). Before depoq a job that jobs of other queues
+-- wait for also got the mark DEPS_MARK among its watchers (no reply
+-- channel is that), and one registered then may still hold it: notify()
 -- publishes nothing for it and sets DEPS_TOLD[1] to the job's name, so a
 -- finishing script can tell its caller (complete.lua, fail.lua,
 -- cancel.lua) to release the dependents (deps_due.lua). A script that
@@ -1263,40 +1265,25 @@ end
 
 -- Register dependents with jobs of J's queue (deps_watch.lua): regs = { the
 -- job's id, the dependent's queue, the dependent's id, ... } (the types of
--- J.d, J.s, J.n and dependents checked by the caller). Race-free like
+-- J.d, J.s and dependents checked by the caller). Race-free like
 -- watch.lua: a job that has finished is answered from its state at once
 -- (the caller then counts it, DEPS.release); one still unfinished records
 -- the dependent in its dependents entry, so the script that finishes it
--- has its dependents released: a dependent of another queue (or a batch)
--- also puts the mark DEPS_MARK among its watchers, one of J's own queue
--- does not (the entry is what every finishing script reads for those:
--- complete.lua when its queue has entries, notify_finished with J.dt).
--- Idempotent: a dependent registered twice is recorded once. Returns per
--- registration the outcome so far: 'waiting' (registered), 'completed',
--- 'dead', 'cancelled', or 'missing' (no such job).
+-- has its dependents released: the entry is what every finishing script
+-- reads (complete.lua when its queue has entries, notify_finished with
+-- J.dt), for dependents of any queue and batches alike, so nothing is
+-- written among the job's watchers (a job registered before depoq may
+-- still hold the mark DEPS_MARK there, which the finishing scripts still
+-- read: notify). Idempotent: a dependent registered twice is recorded
+-- once. Returns per registration the outcome so far: 'waiting'
+-- (registered), 'completed', 'dead', 'cancelled', or 'missing' (no such
+-- job).
 function DEPS.register(J, dependents, regs)
-  local here = DEPS.queue(J)
-  local ids, away = {}, {} -- away: the jobs given a dependent of another queue (marked)
-  local sa = {} -- (their states, filled below)
-  for i = 1, #regs, 3 do
-    ids[#ids + 1] = regs[i]
-    if regs[i + 1] ~= here then away[#away + 1] = regs[i] end
-  end
+  local ids = {}
+  for i = 1, #regs, 3 do ids[#ids + 1] = regs[i] end
   local s, have = hmget(J.s, ids), hmget(dependents, ids)
-  local n = {} -- (the watchers of the jobs to mark, by id)
-  if #away > 0 then
-    for k = 1, #ids do
-      if regs[3 * k - 1] ~= here then sa[#sa + 1] = s[k] or false end
-    end
-    -- (format 2: the mark joins a running job's reply channel in the
-    -- column; a job given a dependent of its own queue only is not marked,
-    -- its channel stays in its state)
-    channels_out(J, away, sa)
-    local w = hmget(J.n, away)
-    for k, id in ipairs(away) do n[id] = w[k] or '' end
-  end
   -- order: the jobs given dependents (first seen); had/list: their entry as read, as written
-  local out, order, had, list, marks, stale = {}, {}, {}, {}, {}, {}
+  local out, order, had, list, stale = {}, {}, {}, {}, {}
   for k, id in ipairs(ids) do
     -- (the state's name alone, as state_text reads it)
     local state = s[k] and (string.match(s[k], '^(%a+) %d') or s[k])
@@ -1313,11 +1300,6 @@ function DEPS.register(J, dependents, regs)
         had[id] = have[k] or false
         list[id] = have[k] or false
       end
-      local w = n[id]
-      if regs[3 * k - 1] ~= here and not string.find(' ' .. w .. ' ', ' ' .. DEPS_MARK .. ' ', 1, true) then
-        marks[#marks + 1] = id; marks[#marks + 1] = w == '' and DEPS_MARK or w .. ' ' .. DEPS_MARK
-        n[id] = DEPS_MARK -- (marked once)
-      end
       local l = list[id]
       if not l then
         list[id] = entry
@@ -1332,7 +1314,6 @@ function DEPS.register(J, dependents, regs)
   end
   if #fv > 0 then call_all('HSET', dependents, fv, 2) end
   if #stale > 0 then call_all('HDEL', dependents, stale) end
-  if #marks > 0 then set_watchers(J, marks) end
   return out
 end
 

@@ -717,6 +717,17 @@ local DEPS_MARK = '~deps'
 -- may have died between deps_add and deps_watch (ms).
 local DEPS_RESUME_MS = 60000
 local DEPS_TOLD = {}
+-- The score of a job put in the depsfin index now: minus the time (ms), so
+-- the newest sort first. The index is small (a job leaves it at its
+-- deps_done), so Redis keeps it as a listpack, where a member is inserted
+-- by walking from the head to its place: minus the time puts it at the
+-- head (one step, and a call's jobs, of one score, compared among
+-- themselves only), where the time (last) walked every member, with their
+-- scores read, for each job (45.6k instructions a dependent job at
+-- deps-bench's 32 a call: bench/README.md, depoq). Readers page by rank
+-- (deps_due.lua) and never read the score; an entry written with the time
+-- (before depoq) sorts after every new one, which changes nothing.
+local function DEPSFIN_SCORE() return '-' .. int(now_ms()) end
 
 -- Publish (or queue, see above) an outcome of the job named k to every
 -- reply channel in chs (space-separated).
@@ -764,7 +775,7 @@ local function notify_finished(J, id, chs, kind, body)
   end
   if chs then notify(chs, J.prefix .. id, kind, body) end
   if J.df and told then
-    redis.pcall('ZADD', J.df, now_ms(), id) -- (a wrongly typed index: the sweep's deps_due refuses it)
+    redis.pcall('ZADD', J.df, DEPSFIN_SCORE(), id) -- (a wrongly typed index: the sweep's deps_due refuses it)
   end
   if chs then redis.call('HDEL', J.n, id) end
 end
@@ -1403,7 +1414,7 @@ function DEPS.finished(J, Q, ids, outcome, known)
     -- indexed for the sweep while dependents of other queues are left
     -- (deps_done.lua drops them); a wrongly typed index: deps_due refuses it
     if #index > 0 then
-      local t, sv = int(now_ms()), {} -- (as text: once, not per job)
+      local t, sv = DEPSFIN_SCORE(), {} -- (as text: once, not per job)
       for _, id in ipairs(index) do sv[#sv + 1] = t; sv[#sv + 1] = id end
       try_all('ZADD', Q.depsfin, sv, 2)
     end

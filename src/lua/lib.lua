@@ -721,10 +721,11 @@ local DEPS_TOLD = {}
 -- the newest sort first. The index is small (a job leaves it at its
 -- deps_done), so Redis keeps it as a listpack, where a member is inserted
 -- by walking from the head to its place: minus the time puts it at the
--- head (one step, and a call's jobs, of one score, compared among
--- themselves only), where the time (last) walked every member, with their
--- scores read, for each job (45.6k instructions a dependent job at
--- deps-bench's 32 a call: bench/README.md, depoq). Readers page by rank
+-- head, where the time (last) walked every member, with their scores
+-- read, for each job (45.6k instructions a dependent job at deps-bench's
+-- 32 a call: bench/README.md, depoq); members of one score are ordered
+-- by their bytes, so a call's jobs are sent in descending order
+-- (DEPS.finished), each then going in at the head too. Readers page by rank
 -- (deps_due.lua) and never read the score; an entry written with the time
 -- (before depoq) sorts after every new one, which changes nothing.
 local function DEPSFIN_SCORE() return '-' .. int(now_ms()) end
@@ -1415,7 +1416,10 @@ function DEPS.finished(J, Q, ids, outcome, known)
     -- (deps_done.lua drops them); a wrongly typed index: deps_due refuses it
     if #index > 0 then
       local t, sv = DEPSFIN_SCORE(), {} -- (as text: once, not per job)
-      for _, id in ipairs(index) do sv[#sv + 1] = t; sv[#sv + 1] = id end
+      -- (in descending order: each goes in at the head of its score's
+      -- run, before the one sent before it: DEPSFIN_SCORE)
+      table.sort(index)
+      for k = #index, 1, -1 do sv[#sv + 1] = t; sv[#sv + 1] = index[k] end
       try_all('ZADD', Q.depsfin, sv, 2)
     end
     if #unindex > 0 then try_all('ZREM', Q.depsfin, unindex) end

@@ -2221,6 +2221,43 @@ TEST(other_queue_registration_writes_no_watchers_mark) {
     env_stop(&e);
 }
 
+/* The sweep index (depsfin) holds the newest completions first (minus
+ * the time as the score, a call's ids sent in descending order: each
+ * insert into the small listpack index stops at its head,
+ * bench/README.md, depoq); the readers page it by rank, so the sweep
+ * still finds and releases every job whose finisher died before telling
+ * its dependents, once each. */
+TEST(depsfin_indexes_the_newest_completions_first_and_the_sweep_still_releases_them) {
+    test_env e;
+    env_start(&e, "dx");
+    rjq_queue *q2 = open_queue(&e, "dx2");
+    const char *ids[] = {"a1", "a2", "a3"}, *deps[] = {"b1", "b2", "b3"};
+    for (int i = 0; i < 3; i++) {
+        plant_active(e.rc, "dx", ids[i]);
+        rjq_dep on = {"dx", ids[i]};
+        ASSERT_OK(enqueue_after(&e, q2, deps[i], &on, 1, RJQ_AFTER_RUN).status);
+    }
+    freeReplyObject(complete_fcall(e.rc, "dx", ids, 1)); /* (a1; the client's releases never sent) */
+    freeReplyObject(complete_fcall(e.rc, "dx", ids + 1, 2)); /* (a2 and a3 in one call, later) */
+    /* minus the time: the later call's score is the lower (or the same
+     * within one millisecond), one score for a call's jobs */
+    double sc[3];
+    for (int i = 0; i < 3; i++) {
+        redisReply *r = server_cmd(e.rc, "ZSCORE t:{dx}:depsfin %s", ids[i]);
+        ASSERT(r->type == REDIS_REPLY_STRING && r->str[0] == '-');
+        sc[i] = strtod(r->str, NULL);
+        freeReplyObject(r);
+    }
+    ASSERT(sc[0] < -1e12 && sc[1] <= sc[0] && sc[2] == sc[1]);
+    for (int i = 0; i < 3; i++) ASSERT_STREQ("waiting", get_info(e.base, q2, deps[i]).state);
+    rjq_worker *w = sweeping_worker(e.q);
+    WAIT_FOR(e.base, server_int(e.rc, "EXISTS t:{dx}:dependents t:{dx}:depsfin") == 0, 10000);
+    for (int i = 0; i < 3; i++) ASSERT_STREQ("ready", get_info(e.base, q2, deps[i]).state);
+    ASSERT_EQ(3, server_int(e.rc, "LLEN t:{dx2}:ready")); /* released once each */
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
 /* The keys deps_release and deps_watch no longer check with TYPE (read
  * before their first write): a wrongly typed one is refused with the
  * error naming it, nothing written. */

@@ -786,12 +786,10 @@ TEST(same_queue_release_costs_a_fixed_number_of_commands) {
  * dependents entry is what the finishing scripts read): the lean
  * completion (complete_one.lua) still hands such a job to complete.lua
  * (-2, nothing written), and a cancel still releases the dependent by its
- * policy, as the mark made them do. A dependent of another queue still
- * marks its dependency. */
+ * policy, as the mark made them do. */
 TEST(same_queue_dependency_has_no_watchers_mark_and_every_finisher_finds_its_dependents) {
     test_env e;
     env_start(&e, "nm");
-    rjq_queue *q2 = open_queue(&e, "nm2");
     plant_active(e.rc, "nm", "a");
     enqueue_x_ok(e.base, e.q, "x", 3600000, 0);
     rjq_dep on_a = {"nm", "a"}, on_x = {"nm", "x"};
@@ -816,11 +814,38 @@ TEST(same_queue_dependency_has_no_watchers_mark_and_every_finisher_finds_its_dep
     ASSERT_OK(rjq_queue_cancel(e.q, "x", on_cancel_wait, &done));
     ASSERT(loop_until(e.base, &done, 5000));
     WAIT_FOR(e.base, state_is(&e, e.q, "y", "ready"), 10000);
-    /* another queue's dependent marks its dependency */
-    plant_active(e.rc, "nm", "k");
-    rjq_dep on_k = {"nm", "k"};
+    env_stop(&e);
+}
+
+/* A dependent of another queue leaves no watchers mark on its dependency
+ * either (depoq: the registration writes its dependents entry only, as
+ * for one of the same queue): the lean completion still hands the job to
+ * complete.lua (-2, nothing written), whose reply still carries the entry
+ * to the client (code 3, the job indexed in depsfin for the sweep). */
+TEST(other_queue_dependency_has_no_watchers_mark_and_its_completion_still_hands_its_dependent_to_the_client) {
+    test_env e;
+    env_start(&e, "om");
+    rjq_queue *q2 = open_queue(&e, "om2");
+    plant_active(e.rc, "om", "k");
+    rjq_dep on_k = {"om", "k"};
     ASSERT_OK(enqueue_after(&e, q2, "z", &on_k, 1, RJQ_AFTER_FAIL).status);
-    ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{nm}:watchers k"));
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{om}:watchers"));
+    ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{om}:dependents k"));
+    const char *lean[] = {"t:{om}:job:", "-1", "0", "", "0", "0", "0", "k", "1 tok", "r"};
+    redisReply *r = server_fcall(e.rc, RJQ__S_COMPLETE_ONE, "om", lean, 10);
+    ASSERT(r->type == REDIS_REPLY_INTEGER);
+    ASSERT_EQ(-2, r->integer);
+    freeReplyObject(r);
+    ASSERT_STREQ("active", get_info(e.base, e.q, "k").state);
+    const char *one[] = {"k"};
+    r = complete_fcall(e.rc, "om", one, 1);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 3);
+    ASSERT_EQ(3, r->element[0]->integer);
+    ASSERT_STREQ("k", r->element[1]->str);
+    ASSERT_STREQ("om2 z", r->element[2]->str);
+    freeReplyObject(r);
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{om}:depsfin"));
+    ASSERT_STREQ("waiting", get_info(e.base, q2, "z").state); /* (the client's release) */
     env_stop(&e);
 }
 
@@ -1730,10 +1755,9 @@ TEST(orphan_sweep_to_dead_applies_its_dependents_policies_in_its_script) {
 /* The same on a queue of format 2 (docs/scripts.md "Queue format 2"): the
  * dead client's job was pushed to it awaited, its producer's reply
  * channel at the end of its state; a dependent of another queue registers
- * (DEPS.register moves the channel to the watchers column, beside the
- * dependents' mark); the orphan sweep buries it: the producer's channel
- * and the mark are read from the column (told, the column gone), and the
- * dependent's entry is in the reply. */
+ * (its dependents entry only: the channel stays in the state); the orphan
+ * sweep buries it: the producer's channel is moved to the column and told
+ * (the column gone), and the dependent's entry is in the reply. */
 TEST(format2_orphan_sweep_to_dead_of_a_pushed_job_tells_its_producer_and_replies_its_other_queue_dependent) {
     test_env e;
     env_start(&e, "of");
@@ -1744,12 +1768,10 @@ TEST(format2_orphan_sweep_to_dead_of_a_pushed_job_tells_its_producer_and_replies
     freeReplyObject(server_cmd(e.rc, "ZADD t:{of}:active 99999999999999 a"));
     rjq_dep on_a = {"of", "a"};
     ASSERT_OK(enqueue_after(&e, q2, "o", &on_a, 1, RJQ_AFTER_RUN).status);
-    redisReply *r = server_cmd(e.rc, "HGET t:{of}:watchers a");
-    ASSERT(r->type == REDIS_REPLY_STRING && strstr(r->str, "t:{of}:reply:cx:framed") != NULL &&
-           strstr(r->str, "~deps") != NULL);
-    freeReplyObject(r);
-    r = server_cmd(e.rc, "HGET t:{of}:state a");
-    ASSERT(r->type == REDIS_REPLY_STRING && strstr(r->str, ":reply:") == NULL);
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{of}:watchers a")); /* (no mark: depoq) */
+    ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{of}:dependents a"));
+    redisReply *r = server_cmd(e.rc, "HGET t:{of}:state a");
+    ASSERT(r->type == REDIS_REPLY_STRING && strstr(r->str, "t:{of}:reply:cx:framed") != NULL);
     freeReplyObject(r);
     const char *orph[] = {"t:{of}:job:", "t:{of}:wake", "cx.", "100", "1000", "99999999999999"};
     r = server_fcall(e.rc, RJQ__S_ORPHANS, "of", orph, 6);
@@ -2146,6 +2168,77 @@ TEST(other_queue_release_costs_a_fixed_number_of_commands_and_counts_once) {
     freeReplyObject(r);
     ASSERT_EQ(1, server_int(e.rc, "LLEN t:{ob}:ready"));
     ASSERT_STREQ("ready", get_info(e.base, q2, "b").state);
+    env_stop(&e);
+}
+
+/* (other_queue_registration_writes_no_watchers_mark: deps_watch of one
+ * dependent of another queue with an unfinished job, 5 commands before
+ * depoq (HMGET state, HMGET dependents, HMGET watchers, HSET dependents,
+ * HSET watchers with its pin), 3 since: the entry alone tells the
+ * finishing scripts) */
+#define OTHER_QUEUE_REGISTRATION_COMMANDS 3
+
+/* deps_watch of a dependent of another queue with an unfinished job
+ * writes its dependents entry and nothing among the job's watchers, with
+ * a fixed number of commands; sent again (reply lost), the same entry. */
+TEST(other_queue_registration_writes_no_watchers_mark) {
+    test_env e;
+    env_start(&e, "ow2");
+    plant_active(e.rc, "ow2", "a");
+    long long before = server_commands_run(e.rc);
+    redisReply *r = watch_fcall(e.rc, "ow2", "a", "ox2", "b");
+    long long n = server_commands_run(e.rc) - before - 1; /* (the FCALL) */
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 1);
+    ASSERT_STREQ("waiting", r->element[0]->str);
+    freeReplyObject(r);
+    printf("commands: deps_watch of one dependent of another queue %lld\n", n);
+    ASSERT_EQ(OTHER_QUEUE_REGISTRATION_COMMANDS, n);
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{ow2}:watchers"));
+    r = watch_fcall(e.rc, "ow2", "a", "ox2", "b");
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 1);
+    freeReplyObject(r);
+    r = server_cmd(e.rc, "HGET t:{ow2}:dependents a");
+    ASSERT(r->type == REDIS_REPLY_STRING);
+    ASSERT_STREQ("ox2 b", r->str);
+    freeReplyObject(r);
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{ow2}:watchers"));
+    env_stop(&e);
+}
+
+/* The sweep index (depsfin) holds the newest completions first (minus
+ * the time as the score, a call's ids sent in descending order: each
+ * insert into the small listpack index stops at its head,
+ * bench/README.md, depoq); the readers page it by rank, so the sweep
+ * still finds and releases every job whose finisher died before telling
+ * its dependents, once each. */
+TEST(depsfin_indexes_the_newest_completions_first_and_the_sweep_still_releases_them) {
+    test_env e;
+    env_start(&e, "dx");
+    rjq_queue *q2 = open_queue(&e, "dx2");
+    const char *ids[] = {"a1", "a2", "a3"}, *deps[] = {"b1", "b2", "b3"};
+    for (int i = 0; i < 3; i++) {
+        plant_active(e.rc, "dx", ids[i]);
+        rjq_dep on = {"dx", ids[i]};
+        ASSERT_OK(enqueue_after(&e, q2, deps[i], &on, 1, RJQ_AFTER_RUN).status);
+    }
+    freeReplyObject(complete_fcall(e.rc, "dx", ids, 1)); /* (a1; the client's releases never sent) */
+    freeReplyObject(complete_fcall(e.rc, "dx", ids + 1, 2)); /* (a2 and a3 in one call, later) */
+    /* minus the time: the later call's score is the lower (or the same
+     * within one millisecond), one score for a call's jobs */
+    double sc[3];
+    for (int i = 0; i < 3; i++) {
+        redisReply *r = server_cmd(e.rc, "ZSCORE t:{dx}:depsfin %s", ids[i]);
+        ASSERT(r->type == REDIS_REPLY_STRING && r->str[0] == '-');
+        sc[i] = strtod(r->str, NULL);
+        freeReplyObject(r);
+    }
+    ASSERT(sc[0] < -1e12 && sc[1] <= sc[0] && sc[2] == sc[1]);
+    for (int i = 0; i < 3; i++) ASSERT_STREQ("waiting", get_info(e.base, q2, deps[i]).state);
+    rjq_worker *w = sweeping_worker(e.q);
+    WAIT_FOR(e.base, server_int(e.rc, "EXISTS t:{dx}:dependents t:{dx}:depsfin") == 0, 10000);
+    for (int i = 0; i < 3; i++) ASSERT_STREQ("ready", get_info(e.base, q2, deps[i]).state);
+    ASSERT_EQ(3, server_int(e.rc, "LLEN t:{dx2}:ready")); /* released once each */
+    worker_stop_wait(e.base, w);
     env_stop(&e);
 }
 

@@ -1295,12 +1295,12 @@ TEST(format2_dependent_on_a_running_pushed_job_keeps_its_channel) {
 }
 
 /* A dependent of another queue registered on a running pushed job of a
- * format-2 queue (DEPS.register: the dependents' mark joins the job's
- * watchers) moves the channel to the column first: the completion tells
- * the producer and releases the dependent (fails with channels_out a
- * no-op there: the lean completion would take the state's channel and
- * never see the mark). */
-TEST(format2_dependent_of_another_queue_moves_the_channel_to_the_watchers) {
+ * format-2 queue leaves no mark among the job's watchers either (depoq:
+ * its dependents entry is what the finishing script reads): the channel
+ * stays in the state, and the completion (handed by complete_one.lua to
+ * complete.lua: the job has an entry) tells the producer from it and
+ * hands the dependent to the client, which releases it. */
+TEST(format2_dependent_of_another_queue_keeps_the_channel_in_the_state_and_both_are_told) {
     push_env e;
     long outcomes = 0, done = 0;
     format2_start(&e, "fe", 2, &outcomes);
@@ -1316,11 +1316,9 @@ TEST(format2_dependent_of_another_queue_moves_the_channel_to_the_watchers) {
     jo.after = &on;
     jo.n_after = 1;
     ASSERT_OK(rjq_enqueue(oq, "b", 1, &jo, NULL, NULL));
-    WAIT_FOR(e.env.base, server_int(e.env.rc, "HEXISTS t:{fe}:watchers %s", id) == 1, 5000);
-    ASSERT(!state_holds_channel(e.env.rc, "fe", id, v, sizeof v));
-    redisReply *r = server_cmd(e.env.rc, "HGET t:{fe}:watchers %s", id);
-    ASSERT(r->type == REDIS_REPLY_STRING && strstr(r->str, ":reply:") != NULL && strstr(r->str, "~deps") != NULL);
-    freeReplyObject(r);
+    WAIT_FOR(e.env.base, server_int(e.env.rc, "HEXISTS t:{fe}:dependents %s", id) == 1, 5000);
+    ASSERT(state_holds_channel(e.env.rc, "fe", id, v, sizeof v));
+    ASSERT_EQ(0, server_int(e.env.rc, "HEXISTS t:{fe}:watchers %s", id));
     ASSERT_EQ(0, server_int(e.env.rc, "LLEN t:{fo}:ready"));
     release_one(&e.h, &done);
     WAIT_FOR(e.env.base, w.done >= 1, 5000);
@@ -1330,9 +1328,9 @@ TEST(format2_dependent_of_another_queue_moves_the_channel_to_the_watchers) {
 }
 
 /* A dependent of another queue on a running pushed job of a format-2
- * queue that is cancelled: the cancel tells the producer (the channel,
- * moved to the watchers column by the registration, beside the
- * dependents' mark) and the dependent applies its policy ('fail': dead,
+ * queue that is cancelled: the cancel tells the producer (the channel, in
+ * the state: the registration wrote the dependents entry only) and the
+ * dependent applies its policy ('fail': dead,
  * naming the dependency), released by the cancelling client. */
 TEST(format2_dependent_of_another_queue_on_a_cancelled_pushed_job_applies_its_policy) {
     push_env e;
@@ -1349,8 +1347,8 @@ TEST(format2_dependent_of_another_queue_on_a_cancelled_pushed_job_applies_its_po
     jo.after = &on;
     jo.n_after = 1;
     ASSERT_OK(rjq_enqueue(oq, "b", 1, &jo, NULL, NULL));
-    WAIT_FOR(e.env.base, server_int(e.env.rc, "HEXISTS t:{fx}:watchers %s", id) == 1, 5000);
-    ASSERT(!state_holds_channel(e.env.rc, "fx", id, v, sizeof v));
+    WAIT_FOR(e.env.base, server_int(e.env.rc, "HEXISTS t:{fx}:dependents %s", id) == 1, 5000);
+    ASSERT(state_holds_channel(e.env.rc, "fx", id, v, sizeof v));
     ASSERT_OK(rjq_queue_cancel(e.env.q, id, on_cancelled_active, &cancelled));
     WAIT_FOR(e.env.base, w.done >= 1, 5000);
     ASSERT_EQ(RJQ_EJOBCANCELED, w.status);
@@ -1386,7 +1384,7 @@ TEST(format2_dependent_of_another_queue_on_a_reclaimed_pushed_job_waits_for_its_
     jo.after = &on;
     jo.n_after = 1;
     ASSERT_OK(rjq_enqueue(oq, "b", 1, &jo, NULL, NULL));
-    WAIT_FOR(e.env.base, server_int(e.env.rc, "HEXISTS t:{fy}:watchers %s", id) == 1, 5000);
+    WAIT_FOR(e.env.base, server_int(e.env.rc, "HEXISTS t:{fy}:dependents %s", id) == 1, 5000);
     freeReplyObject(server_cmd(e.env.rc, "ZADD t:{fy}:active XX 1 %s", id));
     count_wait rc = {0};
     ASSERT_OK(rjq_queue_reclaim(e.env.q, on_count, &rc));

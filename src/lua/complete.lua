@@ -253,7 +253,7 @@ if #gone > 0 then
   -- watchers (the column holds unfinished jobs only, so it stays small)
   -- the dependents entries of the jobs done, when the queue has some
   -- (ent[k] for gone[k], false when none; a wrongly typed hash gives none,
-  -- as in DEPS.finished): a dependent of this queue leaves no mark
+  -- as in DEPS.finished): no dependent leaves a mark (DEPS.register)
   -- (the loop runs only when there is something to tell: dependents,
   -- watchers or a monitor; a drain's jobs have none: ~25 steps a call)
   local ent = has_dependents and try_all('HMGET', dependents, gone)

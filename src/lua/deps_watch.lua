@@ -3,10 +3,10 @@
 -- (deps.c gathers them). Race-free like watch.lua: a job that has
 -- finished is answered from its state at once (the caller then counts
 -- it, deps_release.lua); one still unfinished records the dependent in
--- its dependents column and the mark DEPS_MARK among its watchers, so the
--- script that finishes it tells its caller there are dependents to
--- release (complete.lua, fail.lua, cancel.lua, the sweeps). Idempotent: a
--- dependent registered twice is recorded once.
+-- its dependents column (nothing among its watchers: the entry is what the
+-- script that finishes it reads to tell its caller there are dependents
+-- to release: complete.lua, fail.lua, cancel.lua, the sweeps). Idempotent:
+-- a dependent registered twice is recorded once.
 -- KEYS (src/keys.def; bound to these locals): cols, dependents
 -- ARGV: per registration: the id of the job of this queue, the
 --       dependent's queue, the dependent's id
@@ -24,6 +24,6 @@ if #ARGV < 3 or #ARGV % 3 ~= 0 then return redis.error_reply('ERR rjq deps_watch
 local ok, out = pcall(DEPS.register, J, dependents, ARGV)
 if ok then return out end
 if string.find(type(out) == 'table' and tostring(out.err) or tostring(out), 'WRONGTYPE', 1, true) then
-  expect_types({J.d, 'hash', J.s, 'hash', J.n, 'hash', dependents, 'hash'})
+  expect_types({J.d, 'hash', J.s, 'hash', dependents, 'hash'})
 end
 error(out)

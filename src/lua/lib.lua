@@ -703,10 +703,12 @@ local INLINE_RESULT_MAX = 65536
 local OUTCOMES = {} -- framed channel -> the call's outcomes (emptied by finish)
 local OUTCOME_MESSAGE_BYTES = 65536
 
--- Dependencies (deps_watch.lua): a job that jobs of other queues wait for
--- has the mark DEPS_MARK among its watchers (no reply channel is that;
--- one waited for by jobs of its own queue only has none: its dependents
--- entry tells, DEPS.register, notify_finished); notify()
+-- Dependencies (deps_watch.lua): a job that other jobs wait for has an
+-- entry in its queue's dependents hash, which every finishing script
+-- reads (complete.lua; notify_finished with J.dt), for dependents of any
+-- queue (DEPS.register). Before depoq a job that jobs of other queues
+-- wait for also got the mark DEPS_MARK among its watchers (no reply
+-- channel is that), and one registered then may still hold it: notify()
 -- publishes nothing for it and sets DEPS_TOLD[1] to the job's name, so a
 -- finishing script can tell its caller (complete.lua, fail.lua,
 -- cancel.lua) to release the dependents (deps_due.lua). A script that
@@ -717,6 +719,18 @@ local DEPS_MARK = '~deps'
 -- may have died between deps_add and deps_watch (ms).
 local DEPS_RESUME_MS = 60000
 local DEPS_TOLD = {}
+-- The score of a job put in the depsfin index now: minus the time (ms), so
+-- the newest sort first. The index is small (a job leaves it at its
+-- deps_done), so Redis keeps it as a listpack, where a member is inserted
+-- by walking from the head to its place: minus the time puts it at the
+-- head, where the time (last) walked every member, with their scores
+-- read, for each job (45.6k instructions a dependent job at deps-bench's
+-- 32 a call: bench/README.md, depoq); members of one score are ordered
+-- by their bytes, so a call's jobs are sent in descending order
+-- (DEPS.finished), each then going in at the head too. Readers page by rank
+-- (deps_due.lua) and never read the score; an entry written with the time
+-- (before depoq) sorts after every new one, which changes nothing.
+local function DEPSFIN_SCORE() return '-' .. int(now_ms()) end
 
 -- Publish (or queue, see above) an outcome of the job named k to every
 -- reply channel in chs (space-separated).
@@ -764,7 +778,7 @@ local function notify_finished(J, id, chs, kind, body)
   end
   if chs then notify(chs, J.prefix .. id, kind, body) end
   if J.df and told then
-    redis.pcall('ZADD', J.df, now_ms(), id) -- (a wrongly typed index: the sweep's deps_due refuses it)
+    redis.pcall('ZADD', J.df, DEPSFIN_SCORE(), id) -- (a wrongly typed index: the sweep's deps_due refuses it)
   end
   if chs then redis.call('HDEL', J.n, id) end
 end
@@ -1306,40 +1320,25 @@ end
 
 -- Register dependents with jobs of J's queue (deps_watch.lua): regs = { the
 -- job's id, the dependent's queue, the dependent's id, ... } (the types of
--- J.d, J.s, J.n and dependents checked by the caller). Race-free like
+-- J.d, J.s and dependents checked by the caller). Race-free like
 -- watch.lua: a job that has finished is answered from its state at once
 -- (the caller then counts it, DEPS.release); one still unfinished records
 -- the dependent in its dependents entry, so the script that finishes it
--- has its dependents released: a dependent of another queue (or a batch)
--- also puts the mark DEPS_MARK among its watchers, one of J's own queue
--- does not (the entry is what every finishing script reads for those:
--- complete.lua when its queue has entries, notify_finished with J.dt).
--- Idempotent: a dependent registered twice is recorded once. Returns per
--- registration the outcome so far: 'waiting' (registered), 'completed',
--- 'dead', 'cancelled', or 'missing' (no such job).
+-- has its dependents released: the entry is what every finishing script
+-- reads (complete.lua when its queue has entries, notify_finished with
+-- J.dt), for dependents of any queue and batches alike, so nothing is
+-- written among the job's watchers (a job registered before depoq may
+-- still hold the mark DEPS_MARK there, which the finishing scripts still
+-- read: notify). Idempotent: a dependent registered twice is recorded
+-- once. Returns per registration the outcome so far: 'waiting'
+-- (registered), 'completed', 'dead', 'cancelled', or 'missing' (no such
+-- job).
 function DEPS.register(J, dependents, regs)
-  local here = DEPS.queue(J)
-  local ids, away = {}, {} -- away: the jobs given a dependent of another queue (marked)
-  local sa = {} -- (their states, filled below)
-  for i = 1, #regs, 3 do
-    ids[#ids + 1] = regs[i]
-    if regs[i + 1] ~= here then away[#away + 1] = regs[i] end
-  end
+  local ids = {}
+  for i = 1, #regs, 3 do ids[#ids + 1] = regs[i] end
   local s, have = hmget(J.s, ids), hmget(dependents, ids)
-  local n = {} -- (the watchers of the jobs to mark, by id)
-  if #away > 0 then
-    for k = 1, #ids do
-      if regs[3 * k - 1] ~= here then sa[#sa + 1] = s[k] or false end
-    end
-    -- (format 2: the mark joins a running job's reply channel in the
-    -- column; a job given a dependent of its own queue only is not marked,
-    -- its channel stays in its state)
-    channels_out(J, away, sa)
-    local w = hmget(J.n, away)
-    for k, id in ipairs(away) do n[id] = w[k] or '' end
-  end
   -- order: the jobs given dependents (first seen); had/list: their entry as read, as written
-  local out, order, had, list, marks, stale = {}, {}, {}, {}, {}, {}
+  local out, order, had, list, stale = {}, {}, {}, {}, {}
   local last_sv, last_state -- (jobs of one enqueue call share their state string: read once)
   for k, id in ipairs(ids) do
     -- (the state's name alone, as state_text reads it)
@@ -1361,11 +1360,6 @@ function DEPS.register(J, dependents, regs)
         had[id] = have[k] or false
         list[id] = have[k] or false
       end
-      local w = n[id]
-      if regs[3 * k - 1] ~= here and not string.find(' ' .. w .. ' ', ' ' .. DEPS_MARK .. ' ', 1, true) then
-        marks[#marks + 1] = id; marks[#marks + 1] = w == '' and DEPS_MARK or w .. ' ' .. DEPS_MARK
-        n[id] = DEPS_MARK -- (marked once)
-      end
       local l = list[id]
       if not l then
         list[id] = entry
@@ -1380,7 +1374,6 @@ function DEPS.register(J, dependents, regs)
   end
   if #fv > 0 then call_all('HSET', dependents, fv, 2) end
   if #stale > 0 then call_all('HDEL', dependents, stale) end
-  if #marks > 0 then set_watchers(J, marks) end
   return out
 end
 
@@ -1480,8 +1473,11 @@ function DEPS.finished(J, Q, ids, outcome, known)
     -- indexed for the sweep while dependents of other queues are left
     -- (deps_done.lua drops them); a wrongly typed index: deps_due refuses it
     if #index > 0 then
-      local t, sv = int(now_ms()), {} -- (as text: once, not per job)
-      for _, id in ipairs(index) do sv[#sv + 1] = t; sv[#sv + 1] = id end
+      local t, sv = DEPSFIN_SCORE(), {} -- (as text: once, not per job)
+      -- (in descending order: each goes in at the head of its score's
+      -- run, before the one sent before it: DEPSFIN_SCORE)
+      table.sort(index)
+      for k = #index, 1, -1 do sv[#sv + 1] = t; sv[#sv + 1] = index[k] end
       try_all('ZADD', Q.depsfin, sv, 2)
     end
     if #unindex > 0 then try_all('ZREM', Q.depsfin, unindex) end

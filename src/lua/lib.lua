@@ -2201,11 +2201,17 @@ local function push_to_idle(J, active, idle, tbase, budget, emit, pick, take, de
           for i = 2, #c.dz, 2 do dm[#dm + 1] = c.dz[i] end
           redis.call('ZREM', deadlines, unpack(dm))
         end
-        local st = {}
+        local st, started, none = {}, {}, {}
+        for i = 1, #m do started[m[i]] = true end
         for i, id in ipairs(ids) do
-          if s[i] then st[#st + 1] = id; st[#st + 1] = s[i] end
+          if started[id] then
+            -- (a job with no state, "ready 0" from before job times, gets none again)
+            if s[i] then st[#st + 1] = id; st[#st + 1] = s[i]; started[id] = nil
+            else none[#none + 1] = id end
+          end
         end
         if #st > 0 then redis.call('HSET', J.s, unpack(st)) end
+        if #none > 0 then redis.call('HDEL', J.s, unpack(none)) end
         redis.call('HDEL', idle, field)
         back(ids)
         taken, budget, inline_left = taken - #ids, budget + #ids, inline_was

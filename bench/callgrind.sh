@@ -17,6 +17,8 @@
 #               rjq-bench awaited-seq at PAYLOAD_BYTES 18, 1024, 16384)
 #               rjq2-18 rjq2-1k rjq2-16k (the same on a queue of format 2:
 #               QUEUE_FORMAT=2, docs/scripts.md "Queue format 2")
+#               rjqb-18 rjqb-1k (the same on a bounded queue, MAX_WAITING
+#               1000000: the general enqueue, enqueue.lua, and its push path)
 #               rjq-drain (rjq-bench drain, tiny jobs, c=50)
 #               rjq-enqueue (rjq-bench enqueue-single, N jobs one call
 #               each; with JOB_GROUPS, spread round-robin over the groups)
@@ -82,7 +84,7 @@ if [ $need_peers = 1 ] && [ -z "${PEERS:-}" ]; then
 fi
 [ $need_peers = 0 ] || [ -d "$PEERS/node_modules" ] || { echo "callgrind.sh: no $PEERS/node_modules" >&2; exit 1; }
 for c in "${cases[@]}"; do
-  case $c in rjq-* | rjq2-* | ref-*) [ -x "$RJQ_BENCH" ] || { echo "callgrind.sh: no $RJQ_BENCH (make build)" >&2; exit 1; } ;; esac
+  case $c in rjq-* | rjq2-* | rjqb-* | ref-*) [ -x "$RJQ_BENCH" ] || { echo "callgrind.sh: no $RJQ_BENCH (make build)" >&2; exit 1; } ;; esac
 done
 
 # cg_mark.sh (the peers' method): commandstats before and after, callgrind
@@ -154,7 +156,8 @@ run_case() {
       REDIS_PORT=$CG_PORT N=$jobs "$RJQ_BENCH" enqueue-single > "$OUT/$c.json" 2> "$OUT/$c.err" ;;
     ref-drain) # the plain-command reference (rjq-bench reference: LPUSH, LMOVE, LREM, N each)
       REDIS_PORT=$CG_PORT N=$jobs "$RJQ_BENCH" reference > "$OUT/$c.json" 2> "$OUT/$c.err" ;;
-    rjq-* | rjq2-*) QUEUE_FORMAT=$([ "${c%%-*}" = rjq2 ] && echo 2 || echo 1) \
+    rjq-* | rjq2-* | rjqb-*) QUEUE_FORMAT=$([ "${c%%-*}" = rjq2 ] && echo 2 || echo 1) \
+             MAX_WAITING=$([ "${c%%-*}" = rjqb ] && echo 1000000 || echo '') \
              REDIS_PORT=$CG_PORT N=$jobs PAYLOAD_BYTES=$pb CG_IDLE_S=${CG_IDLE_S:-10} RECLAIM_MS=${RECLAIM_MS:-60000} \
              "$RJQ_BENCH" awaited-seq > "$OUT/$c.json" 2> "$OUT/$c.err" ;;
     bee-drain | bull-drain)

@@ -479,6 +479,9 @@ static void client_open(void) {
     qo.retention_ms = C.retention_ms;
     qo.completed_max = C.completed_max;
     qo.history_flush_ms = C.history_flush_ms;
+    /* MAX_WAITING: a bounded queue (its enqueues go through enqueue.lua,
+     * the general push path: bench/callgrind.sh rjqb-*) */
+    if (getenv("MAX_WAITING") && *getenv("MAX_WAITING")) qo.max_waiting = atol(getenv("MAX_WAITING"));
     rc = rjq_queue_open(client, QNAME, &qo, &queue);
     if (rc != RJQ_OK) die("rjq_queue_open: %s", rjq_strerror(rc));
     if (!loop_until(&conn_both, 10)) die("could not connect to redis at %s:%d", C.host, C.port);

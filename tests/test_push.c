@@ -639,6 +639,71 @@ TEST(lean_pair_not_taken_for_a_bounded_queue_nor_by_completions_of_a_queue_with_
     push_stop(&e);
 }
 
+/* npush36: the general enqueue's push (enqueue.lua: a bounded queue's job,
+ * a batch, a job with an id, a priority job) asks no PUBSUB NUMSUB: each
+ * message's PUBLISH reply is the proof its worker listens (a message heard
+ * by nobody is undone: test_recovery
+ * general_push_heard_by_nobody_is_undone_for_batches_ids_and_priorities).
+ * Every job here is pushed at once; commandstats counts no PUBSUB NUMSUB,
+ * and the bounded queue's awaited job runs its counted enqueue commands
+ * (GENERAL_AWAITED_ENQUEUE_COMMANDS: 17 with NUMSUB; a bounded queue
+ * reads its waiting count too). */
+#define GENERAL_AWAITED_ENQUEUE_COMMANDS 16
+TEST(general_enqueue_push_asks_no_pubsub_numsub) {
+    push_env e;
+    push_start(&e, "gn", 4, 0);
+    rjq_queue_options qo = RJQ_QUEUE_OPTIONS_INIT;
+    qo.max_waiting = 100;
+    rjq_queue *bq;
+    ASSERT_OK(rjq_queue_open(e.env.c, "gn", &qo, &bq));
+    long outcomes = 0, done = 0;
+    /* (each handle's first enqueue learns the queue's index fields, and
+     * the first await subscribes its reply channel) */
+    ASSERT_OK(rjq_enqueue_await(bq, "w", 1, NULL, NULL, count_outcome, &outcomes, NULL));
+    ASSERT_OK(rjq_enqueue(e.env.q, "w", 1, NULL, NULL, NULL));
+    ASSERT(loop_until_count(e.env.base, &e.h.handled, 2, 5000));
+    release_one(&e.h, &done);
+    release_one(&e.h, &done);
+    ASSERT(loop_until_count(e.env.base, &done, 2, 5000));
+    ASSERT(wait_registration(e.env.base, e.env.rc, "gn", 4));
+    long long numsub = server_calls(e.env.rc, "pubsub|numsub");
+    long long before = server_commands_run(e.env.rc);
+    ASSERT_OK(rjq_enqueue_await(bq, "b", 1, NULL, NULL, count_outcome, &outcomes, NULL));
+    ASSERT(loop_until_count(e.env.base, &e.h.handled, 3, 5000));
+    long long enq = server_commands_run(e.env.rc) - before;
+    printf("a bounded queue's awaited job (enqueue.lua, pushed): %lld enqueue commands\n", enq);
+    ASSERT_EQ(GENERAL_AWAITED_ENQUEUE_COMMANDS, enq);
+    ASSERT_EQ(numsub, server_calls(e.env.rc, "pubsub|numsub"));
+    release_one(&e.h, &done);
+    ASSERT(loop_until_count(e.env.base, &done, 3, 5000));
+    ASSERT(wait_registration(e.env.base, e.env.rc, "gn", 4));
+    /* a batch of three: one message (wait_registration asks NUMSUB itself:
+     * counted from after it) */
+    numsub = server_calls(e.env.rc, "pubsub|numsub");
+    rjq_enqueue_item items[3] = {{sizeof(rjq_enqueue_item), "1", 1, NULL},
+                                 {sizeof(rjq_enqueue_item), "2", 1, NULL},
+                                 {sizeof(rjq_enqueue_item), "3", 1, NULL}};
+    ASSERT_OK(rjq_enqueue_batch(e.env.q, items, 3, NULL, NULL));
+    ASSERT(loop_until_count(e.env.base, &e.h.handled, 6, 5000));
+    ASSERT_EQ(numsub, server_calls(e.env.rc, "pubsub|numsub"));
+    for (int i = 0; i < 3; i++) release_one(&e.h, &done);
+    ASSERT(loop_until_count(e.env.base, &done, 6, 5000));
+    ASSERT(wait_registration(e.env.base, e.env.rc, "gn", 4));
+    /* a job with an id, a priority job */
+    numsub = server_calls(e.env.rc, "pubsub|numsub");
+    enqueue_id(e.env.q, "named");
+    ASSERT(loop_until_count(e.env.base, &e.h.handled, 7, 5000));
+    rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
+    jo.priority = 3;
+    ASSERT_OK(rjq_enqueue(e.env.q, "p", 1, &jo, NULL, NULL));
+    ASSERT(loop_until_count(e.env.base, &e.h.handled, 8, 5000));
+    ASSERT_EQ(numsub, server_calls(e.env.rc, "pubsub|numsub"));
+    while (e.h.n > 0) release_one(&e.h, &done);
+    ASSERT(loop_until_count(e.env.base, &done, 8, 5000));
+    ASSERT_EQ(0, server_active_jobs(e.env.rc, "gn"));
+    push_stop(&e);
+}
+
 static void on_cancelled(rjq_client *c, int status, const char *state, void *data) {
     (void)c;
     ASSERT_OK(status);

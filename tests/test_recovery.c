@@ -734,6 +734,125 @@ TEST(push_heard_by_nobody_is_undone_and_the_job_runs_once_on_another_worker) {
     env_stop(&e);
 }
 
+static void on_enqueued_ok(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
+    (void)c, (void)jobs, (void)n;
+    ASSERT_OK(status);
+    (*(long *)data)++;
+}
+
+/* State column of job id on queue q starts "ready 0 @" (no attempt spent). */
+static void assert_ready_unspent(test_env *e, const char *q, const char *id) {
+    redisReply *r = server_cmd(e->rc, "HGET t:{%s}:state %s", q, id);
+    ASSERT(r->type == REDIS_REPLY_STRING && strncmp(r->str, "ready 0 @", 9) == 0);
+    freeReplyObject(r);
+}
+
+/* npush36: the general enqueue's push (lib.lua push_to_idle: a batch, a job
+ * with an id, a priority job) sends no PUBSUB NUMSUB either: each message's
+ * PUBLISH reply proves its worker listens, and a message heard by nobody is
+ * undone in the same call, each of its jobs back where it was (new jobs of
+ * priority 0 at the tail of ready, in order; a priority job in prio, with its
+ * score), its lease gone, its state ready with the attempt unspent, the stale
+ * registration dropped. A worker with 4 slots has its subscriber connection
+ * killed and its client held off; each case re-writes its registration,
+ * enqueues, finds the jobs undone, and another worker runs them once. (With
+ * the undo left out, the jobs stay active under the dead push's token.) */
+TEST(general_push_heard_by_nobody_is_undone_for_batches_ids_and_priorities) {
+    test_env e;
+    env_start(&e, "unheardg");
+    rjq_client_options o = client_options(e.s.url);
+    long drops = 0;
+    o.name = "unheardgwkr";
+    o.reconnect_min_ms = 60000;
+    o.reconnect_max_ms = 60000;
+    o.on_event = count_sub_drops;
+    o.event_data = &drops;
+    rjq_client *a = client_new(e.base, &o);
+    rjq_queue *qa = queue_for(a, "unheardg");
+    wait_connected(e.base, a);
+    runs ra = {0};
+    rjq_worker_options wo = quiet_worker_options(4);
+    rjq_worker *wa = NULL;
+    ASSERT_OK(rjq_worker_start(qa, &wo, on_run, &ra, &wa));
+    wait_worker_started(e.base, a, qa, e.rc, "unheardg");
+    long long sub = client_id_named(e.rc, "unheardgwkr:sub");
+    ASSERT(sub > 0);
+    ASSERT_EQ(1, server_int(e.rc, "CLIENT KILL ID %lld", sub));
+    ASSERT(loop_until_count(e.base, &drops, 1, 5000));
+    redisReply *r = server_cmd(e.rc, "HGETALL t:{unheardg}:idle");
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 2);
+    char field[256], value[128];
+    snprintf(field, sizeof field, "%s", r->element[0]->str);
+    snprintf(value, sizeof value, "%s", r->element[1]->str);
+    freeReplyObject(r);
+    ASSERT(strncmp(value, "4 ", 2) == 0);
+    ASSERT_EQ(0, server_numsub(e.rc, strchr(field, ' ') + 1));
+
+    runs rb = {0};
+    long enq = 0, want = 0;
+    rjq_worker_options wob = quiet_worker_options(1);
+    for (int k = 0; k < 3; k++) {
+        if (k > 0) { /* the same stale registration again */
+            redisReply *h = server_cmd(e.rc, "HSET t:{unheardg}:idle %s %s", field, value);
+            freeReplyObject(h);
+        }
+        if (k == 0) { /* a batch of three new jobs: one message */
+            rjq_enqueue_item items[3] = {{sizeof(rjq_enqueue_item), "1", 1, NULL},
+                                         {sizeof(rjq_enqueue_item), "2", 1, NULL},
+                                         {sizeof(rjq_enqueue_item), "3", 1, NULL}};
+            ASSERT_OK(rjq_enqueue_batch(e.q, items, 3, on_enqueued_ok, &enq));
+            ASSERT(loop_until_count(e.base, &enq, 1, 5000));
+            want += 3;
+            ASSERT_EQ(3, server_int(e.rc, "LLEN t:{unheardg}:ready"));
+            for (int i = 0; i < 3; i++) { /* in their order */
+                r = server_cmd(e.rc, "LINDEX t:{unheardg}:ready %d", i);
+                ASSERT(r->type == REDIS_REPLY_STRING);
+                char id[32];
+                snprintf(id, sizeof id, "%s", r->str);
+                freeReplyObject(r);
+                ASSERT_EQ(i + 1, atoll(id));
+                assert_ready_unspent(&e, "unheardg", id);
+            }
+        } else if (k == 1) { /* a job with an id */
+            rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
+            jo.id = "named";
+            ASSERT_OK(rjq_enqueue(e.q, "n", 1, &jo, on_enqueued_ok, &enq));
+            ASSERT(loop_until_count(e.base, &enq, 2, 5000));
+            want += 1;
+            ASSERT_EQ(1, server_int(e.rc, "LLEN t:{unheardg}:ready"));
+            assert_ready_unspent(&e, "unheardg", "named");
+        } else { /* a priority job: taken from prio, put back with its score */
+            rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
+            jo.priority = 5;
+            jo.id = "prio5";
+            ASSERT_OK(rjq_enqueue(e.q, "p", 1, &jo, on_enqueued_ok, &enq));
+            ASSERT(loop_until_count(e.base, &enq, 3, 5000));
+            want += 1;
+            ASSERT_EQ(0, server_int(e.rc, "LLEN t:{unheardg}:ready"));
+            ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{unheardg}:prio"));
+            ASSERT_EQ(1, server_int(e.rc, "ZCOUNT t:{unheardg}:prio -inf (0"));
+            assert_ready_unspent(&e, "unheardg", "prio5");
+        }
+        ASSERT_EQ(0, server_int(e.rc, "HLEN t:{unheardg}:idle")); /* the stale registration dropped */
+        ASSERT_EQ(0, server_active_jobs(e.rc, "unheardg"));
+
+        /* another worker runs them, once each; it stops (its registration goes) */
+        rjq_worker *wb = NULL;
+        ASSERT_OK(rjq_worker_start(e.q, &wob, on_run, &rb, &wb));
+        ASSERT(loop_until_count(e.base, &rb.done, want, 5000));
+        ASSERT_EQ(want, rb.ran);
+        ASSERT_EQ(1, rb.attempt_max);
+        ASSERT_EQ(0, ra.ran);
+        int stopped = 0;
+        ASSERT_OK(rjq_worker_stop(wb, on_stopped, &stopped));
+        ASSERT(loop_until(e.base, &stopped, 20000));
+        ASSERT_EQ(0, server_int(e.rc, "HLEN t:{unheardg}:idle"));
+    }
+    ASSERT_EQ(0, server_active_jobs(e.rc, "unheardg"));
+    rjq_client_free(a);
+    env_stop(&e);
+}
+
 /* A client holding jobs under a five-minute lease dies (freed without a
  * graceful close: to Redis the same as a SIGKILL): another client's beat
  * finds its liveness entry run out and returns its jobs at once, and they

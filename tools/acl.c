@@ -67,7 +67,7 @@
 /* The commands the scripts of each role run (the scripts' lib functions
  * included). */
 #define PRODUCER_SCRIPTS                                                                  \
-    "+exists +hdel +hexists +hincrby +hmget +hrandfield +hset +hsetnx +llen +lpop +lrem " \
+    "+exists +hdel +hexists +hincrby +hmget +hrandfield +hset +hsetnx +llen +lpop +lpush +lrem " \
     "+pexpire +pubsub|numsub +pubsub|shardnumsub +rpush +type +zadd +zcard +zmscore +zpopmin +zrange +zrangebyscore +zrem " \
     "+zremrangebylex +zremrangebyrank +zremrangebyscore +zscore +sadd +scard +smembers +srem"
 #define WORKER_SCRIPTS                                                                    \

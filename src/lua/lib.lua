@@ -1709,22 +1709,52 @@ end
 -- Take up to `want` ready ids in claim order, as peek_ready() and
 -- unready() do, in fewer calls (a producer's push, from_ready, which has
 -- no LRANGE in its role).
-local function take_ready(ready, prio, want)
+-- keep (may be nil): a table this call fills with where the ids were, for
+-- a push heard by nobody to put them back (put_back): keep.plain, the ids
+-- taken off the head of ready, in order; keep.scored, id and score of
+-- each taken off prio (the scores read with it: WITHSCORES, ZPOPMIN's).
+local function take_ready(ready, prio, want, keep)
   local ids = {}
   if want <= 0 then return ids end
+  local scored = keep and {}
   if redis.call('ZCARD', prio) > 0 then
-    ids = redis.call('ZRANGEBYSCORE', prio, '-inf', '(0', 'LIMIT', 0, want)
+    if keep then
+      local hi = redis.call('ZRANGEBYSCORE', prio, '-inf', '(0', 'WITHSCORES', 'LIMIT', 0, want)
+      for i = 1, #hi, 2 do ids[#ids + 1] = hi[i]; scored[i] = hi[i + 1]; scored[i + 1] = hi[i] end
+    else
+      ids = redis.call('ZRANGEBYSCORE', prio, '-inf', '(0', 'LIMIT', 0, want)
+    end
     if #ids > 0 then redis.call('ZREM', prio, unpack(ids)) end
   end
+  local plain = {}
   if #ids < want then
     local got = redis.call('LPOP', ready, want - #ids)
-    if got then for _, id in ipairs(got) do ids[#ids + 1] = id end end
+    if got then
+      plain = got
+      for _, id in ipairs(got) do ids[#ids + 1] = id end
+    end
   end
   if #ids < want and redis.call('ZCARD', prio) > 0 then
     local low = redis.call('ZPOPMIN', prio, want - #ids)
-    for i = 1, #low, 2 do ids[#ids + 1] = low[i] end
+    for i = 1, #low, 2 do
+      ids[#ids + 1] = low[i]
+      if keep then scored[#scored + 1] = low[i + 1]; scored[#scored + 1] = low[i] end
+    end
   end
+  if keep then keep.plain, keep.scored = plain, scored end
   return ids
+end
+
+-- Put back what take_ready took (keep: its record), each where it was:
+-- ready's ids at its head in their order, prio's with their scores.
+local function put_back(ready, prio, keep)
+  if #keep.scored > 0 then redis.call('ZADD', prio, unpack(keep.scored)) end
+  local n = #keep.plain
+  if n > 0 then
+    local back = {}
+    for i = 1, n do back[i] = keep.plain[n + 1 - i] end -- (LPUSH puts the last first)
+    redis.call('LPUSH', ready, unpack(back))
+  end
 end
 
 -- The records of jobs ids that start_jobs needs: payloads, options and
@@ -1984,6 +2014,7 @@ local function start_jobs(J, c, ids, d, o, s, out)
   end
   if not c.stated then redis.call('HSET', J.s, unpack(st)) end
   if dz then redis.call('ZADD', deadlines, unpack(dz)) end
+  c.dz = dz -- (a push heard by nobody takes them back: push_to_idle)
   return enter(n)
 end
 
@@ -2100,11 +2131,15 @@ end
 -- message share their token, see start_jobs, and their lease's end, in
 -- server time). A worker whose
 -- channel has no subscriber (its client is
--- gone or reconnecting) loses its registration instead. (A push sent
--- without that check, trusting the publish's receiver count, must undo
--- itself in the same call when that count is 0, as enqueue_one.lua does
--- (docs/scripts.md "A push heard by nobody"), or end its head
--- "<deadline> ?\n": the worker then starts only the jobs whose state
+-- gone or reconnecting) loses its registration instead: with back given
+-- (enqueue.lua's pushes, npush36), the message is sent and its PUBLISH
+-- reply, the subscribers it reached, is the proof; a message heard by
+-- nobody is undone in the same call (its jobs' leases, deadlines and
+-- states, then back(ids) puts them where take() took them), as
+-- enqueue_one.lua does (docs/scripts.md "A push heard by nobody"). With
+-- no back (genqueue.lua's group take), PUBSUB NUMSUB is asked first, as
+-- before. (A push trusting the count without such an undo must end its
+-- head "<deadline> ?\n": the worker then starts only the jobs whose state
 -- still holds the message's token, src/push.c.)
 -- pick: the caller's HRANDFIELD idle 1 WITHVALUES, the first worker tried.
 -- take(n): up to n jobs to start, as ids and their records d, o, s (see
@@ -2121,9 +2156,11 @@ end
 -- first (with plan; nil: none): {u = undoable(), after = f}: the first
 -- message's lease is written through u (it checks active's type; see
 -- start_jobs c.u), then f() runs.
--- Returns how many jobs were taken.
-local function push_to_idle(J, active, idle, tbase, budget, emit, pick, take, deadlines, now, plan, first)
-  local k, taken, inline_left = 0, 0, PUSH_INLINE_TOTAL
+-- back (nil: none, NUMSUB asked): back(ids) puts the last take's jobs
+-- back (from_ready's, new_jobs').
+-- Returns how many jobs were taken (and kept), and how many were undone.
+local function push_to_idle(J, active, idle, tbase, budget, emit, pick, take, deadlines, now, plan, first, back)
+  local k, taken, inline_left, undone = 0, 0, PUSH_INLINE_TOTAL, 0
   while budget > 0 do
     pick = pick or redis.call('HRANDFIELD', idle, 1, 'WITHVALUES')
     if #pick == 0 then break end
@@ -2133,8 +2170,10 @@ local function push_to_idle(J, active, idle, tbase, budget, emit, pick, take, de
     local wid, ch = string.match(field, '^(%S+) (.+)$')
     local slots, epoch, lease, format, q2 = string.match(v, '^(%d+) (%S+) (%d+) (%S+) ?(2?)$')
     slots = tonumber(slots or 0)
+    -- (with back, no PUBSUB NUMSUB: the message's PUBLISH counts the
+    -- worker's subscribers, and a message heard by nobody is undone below)
     if not plan and (not ch or slots < 1 or not push_format_ok(format) or
-       numsub(ch) == 0) then
+       (not back and numsub(ch) == 0)) then
       redis.call('HDEL', idle, field)
     else
       local ids, d, o, s = take(math.min(slots, budget))
@@ -2144,16 +2183,17 @@ local function push_to_idle(J, active, idle, tbase, budget, emit, pick, take, de
       k = k + 1
       local out, tok = {}, string.match(ch, '([^:]+)$') .. '.' .. wid .. '.' .. tbase .. k
       local deadline = int(now + tonumber(lease))
-      local n = start_jobs(J, {active = active, deadlines = deadlines, emit = emit, now = now,
-                               tok = tok, deadline = deadline, stated = plan ~= nil,
-                               u = first and first.u, after_lease = first and first.after}, ids, d, o, s, out)
+      -- (the active events wait for the message to be heard)
+      local evs = emit ~= UNMONITORED and back and {} or nil
+      local c = {active = active, deadlines = deadlines, now = now,
+                 emit = evs and function(_, id) evs[#evs + 1] = id end or emit,
+                 tok = tok, deadline = deadline, stated = plan ~= nil,
+                 u = first and first.u, after_lease = first and first.after}
+      local n = start_jobs(J, c, ids, d, o, s, out)
       plan, first = nil, nil
-      if slots - n > 0 then
-        redis.call('HSET', idle, field, registration(slots - n, epoch, lease, format, q2 == '2'))
-      else
-        redis.call('HDEL', idle, field)
-      end
       budget = budget - #ids
+      local heard = 1
+      local inline_was = inline_left
       if n > 0 then
         local msg = {wid .. ' ' .. epoch .. ' ' .. n .. ' ' .. tok .. ' ' .. deadline .. '\n'}
         local split, after = format == PUSH_FORMAT, nil -- payloads sent as messages of their own
@@ -2190,16 +2230,57 @@ local function push_to_idle(J, active, idle, tbase, budget, emit, pick, take, de
             if h then msg[#msg + 1] = h end
           end
         end
-        redis.call(PUB or pub_mode(), ch, table.concat(msg))
+        heard = redis.call(PUB or pub_mode(), ch, table.concat(msg))
         -- the payloads of "><length>" jobs, in their order, right after
-        -- (one script: nothing comes between them on the channel)
-        if after then
+        -- (one script: nothing comes between them on the channel), only
+        -- after a head that was heard
+        if after and heard > 0 then
           for i = 1, #after do redis.call(PUB, ch, after[i]) end
         end
       end
+      if heard > 0 or not back then
+        if evs then for i = 1, #evs do emit('active', evs[i]) end end
+        if slots - n > 0 then
+          redis.call('HSET', idle, field, registration(slots - n, epoch, lease, format, q2 == '2'))
+        else
+          redis.call('HDEL', idle, field)
+        end
+      else
+        -- Heard by nobody (the worker is gone, or its subscriber connection
+        -- is down; docs/scripts.md "A push heard by nobody"): the message
+        -- is undone in this call, so it started none of its jobs: their
+        -- leases and run-time deadlines gone, their states back as they
+        -- were (the attempt unspent), the jobs back where take() took them
+        -- (back), the stale registration dropped; the loop goes on with
+        -- the next registration (the caller rings the doorbell for jobs
+        -- left ready: the undone count is its second reply).
+        local m = {}
+        for i = 1, #out, 5 do m[#m + 1] = out[i] end
+        redis.call('ZREM', active, unpack(m))
+        if c.dz then
+          local dm = {}
+          for i = 2, #c.dz, 2 do dm[#dm + 1] = c.dz[i] end
+          redis.call('ZREM', deadlines, unpack(dm))
+        end
+        local st, started, none = {}, {}, {}
+        for i = 1, #m do started[m[i]] = true end
+        for i, id in ipairs(ids) do
+          if started[id] then
+            -- (a job with no state, "ready 0" from before job times, gets none again)
+            if s[i] then st[#st + 1] = id; st[#st + 1] = s[i]; started[id] = nil
+            else none[#none + 1] = id end
+          end
+        end
+        if #st > 0 then redis.call('HSET', J.s, unpack(st)) end
+        if #none > 0 then redis.call('HDEL', J.s, unpack(none)) end
+        redis.call('HDEL', idle, field)
+        back(ids)
+        taken, budget, inline_left = taken - #ids, budget + #ids, inline_was
+        undone = undone + n
+      end
     end
   end
-  return taken
+  return taken, undone
 end
 
 -- The first message push_to_idle will send to pick (the caller's HRANDFIELD
@@ -2214,19 +2295,25 @@ local function push_plan(pick, tbase, budget, sv, now)
   local wid, ch = string.match(pick[1], '^(%S+) (.+)$')
   local slots, _, _, format = string.match(pick[2], '^(%d+) (%S+) (%d+) (%S+) ?2?$')
   slots = tonumber(slots or 0)
-  if not ch or slots < 1 or not push_format_ok(format) or numsub(ch) == 0 then return nil end
+  -- (no PUBSUB NUMSUB: push_to_idle undoes a message heard by nobody)
+  if not ch or slots < 1 or not push_format_ok(format) then return nil end
   local tok = string.match(ch, '([^:]+)$') .. '.' .. wid .. '.' .. tbase .. 1
   local _, a, _t, tm = state_of(sv)
   return math.min(slots, budget), 'active ' .. num(a + 1) .. ' ' .. tok .. ' @' .. times_started(tm, int(now))
 end
 
 -- A take() for push_to_idle: jobs waiting in ready and prio.
+-- back(ids): the last take's jobs, of a message heard by nobody, put
+-- back where they were (push_to_idle).
 local function from_ready(J, ready, prio)
-  return function(want)
-    local ids = take_ready(ready, prio, want)
+  local keep = {}
+  local function take(want)
+    local ids = take_ready(ready, prio, want, keep)
     if #ids == 0 then return ids end
     return ids, load_jobs(J, ids)
   end
+  local function back() put_back(ready, prio, keep) end
+  return take, back
 end
 
 -- A take() for push_to_idle over jobs this script just created (ids with
@@ -2249,7 +2336,12 @@ local function new_jobs(ids, d, o, sv)
     for i = at, #ids do r[#r + 1] = ids[i] end
     return r
   end
-  return take, rest
+  -- the last take's jobs not taken after all (a message heard by nobody,
+  -- push_to_idle): they come first in the next take or in rest()
+  local function back(got)
+    at = at - #got
+  end
+  return take, rest, back
 end
 
 -- The jobs one script call creates (enqueue.lua, fire.lua): the one writer
@@ -2363,9 +2455,9 @@ local function job_maker(J, ready, prio, delayed, wake, emit, nothing_ready)
     ring = ring or ring_too
     if direct then
       -- only the rest is queued (waking idle workers elsewhere)
-      local take, rest = new_jobs(plain, plain_d, plain_o, ready_v)
+      local take, rest, back = new_jobs(plain, plain_d, plain_o, ready_v)
       push_to_idle(J, push.active, push.idle, push.tbase, became_ready, emit, push.pick,
-                   take, push.deadlines, c.now, plan, lease)
+                   take, push.deadlines, c.now, plan, lease, back)
       if lease and not lease.done then -- (no job of the message started)
         u.check({push.active, 'zset'})
         watchers()
@@ -2374,13 +2466,15 @@ local function job_maker(J, ready, prio, delayed, wake, emit, nothing_ready)
       if #left > 0 then rpush_all(ready, left); ring = true end
     elseif became_ready > 0 then
       if nplain > 0 then rpush_all(ready, plain) end
-      local pushed = 0
+      local pushed, undone = 0, 0
       if push then
-        pushed = push_to_idle(J, push.active, push.idle, push.tbase, became_ready, emit,
-                              push.pick, from_ready(J, ready, prio), push.deadlines, c.now)
+        local take, back = from_ready(J, ready, prio)
+        pushed, undone = push_to_idle(J, push.active, push.idle, push.tbase, became_ready, emit,
+                                      push.pick, take, push.deadlines, c.now, nil, nil, back)
       end
-      -- jobs left ready in a queue that had nothing ready: wake idle workers
-      if nothing_ready and pushed < became_ready then ring = true end
+      -- jobs left ready in a queue that had nothing ready, or jobs of a
+      -- push heard by nobody: wake idle workers
+      if (nothing_ready and pushed < became_ready) or undone > 0 then ring = true end
     end
     if ring then redis.call(PUB or pub_mode(), wake, '1') end
   end

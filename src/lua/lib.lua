@@ -1746,15 +1746,11 @@ local function take_ready(ready, prio, want, keep)
 end
 
 -- Put back what take_ready took (keep: its record), each where it was:
--- ready's ids at its head in their order, prio's with their scores.
+-- ready's ids at its head in their order (reready), prio's with their
+-- scores.
 local function put_back(ready, prio, keep)
   if #keep.scored > 0 then redis.call('ZADD', prio, unpack(keep.scored)) end
-  local n = #keep.plain
-  if n > 0 then
-    local back = {}
-    for i = 1, n do back[i] = keep.plain[n + 1 - i] end -- (LPUSH puts the last first)
-    redis.call('LPUSH', ready, unpack(back))
-  end
+  reready(ready, keep.plain, 0, #keep.plain)
 end
 
 -- The records of jobs ids that start_jobs needs: payloads, options and

@@ -270,7 +270,7 @@ if #gready > 0 then
       before[g] = was
       za[#za + 1] = negnum(was + add); za[#za + 1] = g
     else
-      local d = redis.call('LLEN', groups .. 'r:' .. g) + redis.call('ZCARD', groups .. 'p:' .. g)
+      local d = GROUPS.depth(groups, g)
       za[#za + 1] = negnum(d); za[#za + 1] = g
       unbusy[#unbusy + 1] = g
     end
@@ -314,7 +314,7 @@ if #gready > 0 then
     end
   end
   for _, g in ipairs(first_rated) do
-    if redis.call('LLEN', groups .. 'r:' .. g) + redis.call('ZCARD', groups .. 'p:' .. g) > 0 then
+    if GROUPS.depth(groups, g) > 0 then
       redis.call(PUB or pub_mode(), GROUPS.wake(groups), '1')
       break
     end

@@ -200,7 +200,7 @@ end
 -- came back short to tell a worker), and nothing else would wake one then.
 function GROUPS.rated_bell(G, g, c)
   if c.rated ~= g then return end
-  if redis.call('LLEN', G .. 'r:' .. g) + redis.call('ZCARD', G .. 'p:' .. g) == 1 then
+  if GROUPS.depth(G, g) == 1 then
     redis.call(PUB or pub_mode(), GROUPS.wake(G), '1')
   end
 end
@@ -234,6 +234,12 @@ function GROUPS.resync(G, active, gs, c)
   end
 end
 
+-- Group g's ready ids, counted from its keys (its list and priority
+-- set; the depth index keeps the count, GROUPS.deepen, GROUPS.taken).
+function GROUPS.depth(G, g)
+  return redis.call('LLEN', G .. 'r:' .. g) + redis.call('ZCARD', G .. 'p:' .. g)
+end
+
 -- Group g has jobs: listed (the listing, gstats.lua, reads the list).
 function GROUPS.list(G, g)
   redis.call('ZADD', G .. 'all', 'NX', 0, g)
@@ -246,7 +252,7 @@ end
 function GROUPS.deepen(G, g, n)
   local was = -(tonumber(redis.call('ZADD', G .. 'depth', 'INCR', negnum(n), g)) or -n) - n
   if was == 0 then
-    local d = redis.call('LLEN', G .. 'r:' .. g) + redis.call('ZCARD', G .. 'p:' .. g)
+    local d = GROUPS.depth(G, g)
     if d ~= n then redis.call('ZADD', G .. 'depth', negnum(d), g) end
     redis.call('ZREM', G .. 'busy', g)
     return nil -- (entering: the ring is asked)
@@ -272,7 +278,7 @@ function GROUPS.taken(G, cnt, dry, empty)
     local v, za = redis.call('ZMSCORE', k, unpack(names)), {}
     for i, g in ipairs(names) do
       local d = v[i] and -count_of(v[i]) - cnt[g]
-      if not d or d < 0 then d = redis.call('LLEN', G .. 'r:' .. g) + redis.call('ZCARD', G .. 'p:' .. g) end
+      if not d or d < 0 then d = GROUPS.depth(G, g) end
       if d > 0 then za[#za + 1] = negnum(d); za[#za + 1] = g else gone[#gone + 1] = g end
     end
     if #za > 0 then redis.call('ZADD', k, unpack(za)) end

@@ -629,6 +629,48 @@ static long long client_id_named(redisContext *rc, const char *name) {
     return id;
 }
 
+/* A worker of `slots` slots on queue q, on its own client named name,
+ * whose subscriber connection is then killed (CLIENT KILL) while its client
+ * waits a minute before reconnecting: its registration is left in idle (its
+ * field and value copied out), its channel without a subscriber. Its runs
+ * count in *ra; free *client at the end. */
+static void start_deaf_worker(test_env *e, const char *q, const char *name, int slots, runs *ra,
+                              rjq_client **client, char *field, size_t fsize, char *value, size_t vsize) {
+    static long drops;
+    drops = 0;
+    rjq_client_options o = client_options(e->s.url);
+    o.name = name;
+    o.reconnect_min_ms = 60000;
+    o.reconnect_max_ms = 60000;
+    o.on_event = count_sub_drops;
+    o.event_data = &drops;
+    rjq_client *a = client_new(e->base, &o);
+    rjq_queue *qa = queue_for(a, q);
+    wait_connected(e->base, a);
+    rjq_worker_options wo = quiet_worker_options(slots);
+    rjq_worker *wa = NULL;
+    ASSERT_OK(rjq_worker_start(qa, &wo, on_run, ra, &wa));
+    wait_worker_started(e->base, a, qa, e->rc, q);
+    ASSERT_EQ(1, server_int(e->rc, "HLEN t:{%s}:idle", q));
+
+    char sub_name[96];
+    snprintf(sub_name, sizeof sub_name, "%s:sub", name);
+    long long sub = client_id_named(e->rc, sub_name);
+    ASSERT(sub > 0);
+    ASSERT_EQ(1, server_int(e->rc, "CLIENT KILL ID %lld", sub));
+    ASSERT(loop_until_count(e->base, &drops, 1, 5000));
+    /* the registration is left, nobody listens on its channel */
+    redisReply *r = server_cmd(e->rc, "HGETALL t:{%s}:idle", q);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 2);
+    snprintf(field, fsize, "%s", r->element[0]->str);
+    snprintf(value, vsize, "%s", r->element[1]->str);
+    freeReplyObject(r);
+    const char *ch = strchr(field, ' ');
+    ASSERT(ch != NULL);
+    ASSERT_EQ(0, server_numsub(e->rc, ch + 1));
+    *client = a;
+}
+
 /* nsub36: the lean enqueue sends no PUBSUB NUMSUB; its push's own PUBLISH
  * reply (the subscribers it reached) proves the registered worker listens.
  * A worker's subscriber connection is killed (CLIENT KILL) and its client
@@ -653,37 +695,12 @@ TEST(push_heard_by_nobody_is_undone_and_the_job_runs_once_on_another_worker) {
     ASSERT_OK(rjq_enqueue(e.q, "later", 5, &later, NULL, NULL));
     ASSERT(loop_until_server_int(e.base, e.rc, 1, 5000, "ZCARD t:{unheard}:delayed"));
 
-    long drops = 0;
-    rjq_client_options o = client_options(e.s.url);
-    o.name = "unheardwkr";
-    o.reconnect_min_ms = 60000;
-    o.reconnect_max_ms = 60000;
-    o.on_event = count_sub_drops;
-    o.event_data = &drops;
-    rjq_client *a = client_new(e.base, &o);
-    rjq_queue *qa = queue_for(a, "unheard");
-    wait_connected(e.base, a);
     runs ra = {0};
-    rjq_worker_options wo = quiet_worker_options(1);
-    rjq_worker *wa = NULL;
-    ASSERT_OK(rjq_worker_start(qa, &wo, on_run, &ra, &wa));
-    wait_worker_started(e.base, a, qa, e.rc, "unheard");
-    ASSERT_EQ(1, server_int(e.rc, "HLEN t:{unheard}:idle"));
-
-    long long sub = client_id_named(e.rc, "unheardwkr:sub");
-    ASSERT(sub > 0);
-    ASSERT_EQ(1, server_int(e.rc, "CLIENT KILL ID %lld", sub));
-    ASSERT(loop_until_count(e.base, &drops, 1, 5000));
-    /* the registration is left, nobody listens on its channel */
-    redisReply *r = server_cmd(e.rc, "HGETALL t:{unheard}:idle");
-    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 2);
+    rjq_client *a;
     char field[256], value[128];
-    snprintf(field, sizeof field, "%s", r->element[0]->str);
-    snprintf(value, sizeof value, "%s", r->element[1]->str);
-    freeReplyObject(r);
-    const char *ch = strchr(field, ' ');
-    ASSERT(ch != NULL);
-    ASSERT_EQ(0, server_numsub(e.rc, ch + 1));
+    start_deaf_worker(&e, "unheard", "unheardwkr", 1, &ra, &a, field, sizeof field, value, sizeof value);
+    rjq_worker_options wo = quiet_worker_options(1);
+    redisReply *r;
 
     /* a payload in the message, and one of its own (>= 2 KiB: two
      * PUBLISHes, the second only after a heard first) */
@@ -760,33 +777,12 @@ static void assert_ready_unspent(test_env *e, const char *q, const char *id) {
 TEST(general_push_heard_by_nobody_is_undone_for_batches_ids_and_priorities) {
     test_env e;
     env_start(&e, "unheardg");
-    rjq_client_options o = client_options(e.s.url);
-    long drops = 0;
-    o.name = "unheardgwkr";
-    o.reconnect_min_ms = 60000;
-    o.reconnect_max_ms = 60000;
-    o.on_event = count_sub_drops;
-    o.event_data = &drops;
-    rjq_client *a = client_new(e.base, &o);
-    rjq_queue *qa = queue_for(a, "unheardg");
-    wait_connected(e.base, a);
     runs ra = {0};
-    rjq_worker_options wo = quiet_worker_options(4);
-    rjq_worker *wa = NULL;
-    ASSERT_OK(rjq_worker_start(qa, &wo, on_run, &ra, &wa));
-    wait_worker_started(e.base, a, qa, e.rc, "unheardg");
-    long long sub = client_id_named(e.rc, "unheardgwkr:sub");
-    ASSERT(sub > 0);
-    ASSERT_EQ(1, server_int(e.rc, "CLIENT KILL ID %lld", sub));
-    ASSERT(loop_until_count(e.base, &drops, 1, 5000));
-    redisReply *r = server_cmd(e.rc, "HGETALL t:{unheardg}:idle");
-    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 2);
+    rjq_client *a;
     char field[256], value[128];
-    snprintf(field, sizeof field, "%s", r->element[0]->str);
-    snprintf(value, sizeof value, "%s", r->element[1]->str);
-    freeReplyObject(r);
+    start_deaf_worker(&e, "unheardg", "unheardgwkr", 4, &ra, &a, field, sizeof field, value, sizeof value);
     ASSERT(strncmp(value, "4 ", 2) == 0);
-    ASSERT_EQ(0, server_numsub(e.rc, strchr(field, ' ') + 1));
+    redisReply *r;
 
     runs rb = {0};
     long enq = 0, want = 0;

@@ -566,6 +566,18 @@ static void on_told(rjq_client *c, int status, const rjq_outcome *o, void *data)
     (*(long *)data)++;
 }
 
+/* e's queue (named q) set to format 2; its producer learns the format with
+ * its first enqueue (a job for later). */
+static void set_format_2_known(test_env *e, const char *q) {
+    long set = 0;
+    ASSERT_OK(rjq_queue_set_format(e->q, 2, on_format, &set));
+    ASSERT(loop_until_count(e->base, &set, 1, 5000));
+    rjq_job_options later = RJQ_JOB_OPTIONS_INIT;
+    later.delay_ms = 3600000;
+    ASSERT_OK(rjq_enqueue(e->q, "later", 5, &later, NULL, NULL));
+    ASSERT(loop_until_server_int(e->base, e->rc, 1, 5000, "ZCARD t:{%s}:delayed", q));
+}
+
 /* The same on a queue of format 2 (docs/scripts.md "Queue format 2"),
  * with awaited jobs: their reply channels are in their states when their
  * client dies; the orphan sweep moves them to the watchers column
@@ -574,14 +586,8 @@ static void on_told(rjq_client *c, int status, const rjq_outcome *o, void *data)
 TEST(awaited_pushed_jobs_of_a_dead_client_on_a_format_2_queue_still_tell_their_producer) {
     test_env e;
     env_start(&e, "orphanf2");
-    long set = 0, told = 0;
-    ASSERT_OK(rjq_queue_set_format(e.q, 2, on_format, &set));
-    ASSERT(loop_until_count(e.base, &set, 1, 5000));
-    /* the producer learns the format with its first enqueue (a job for later) */
-    rjq_job_options later = RJQ_JOB_OPTIONS_INIT;
-    later.delay_ms = 3600000;
-    ASSERT_OK(rjq_enqueue(e.q, "later", 5, &later, NULL, NULL));
-    ASSERT(loop_until_server_int(e.base, e.rc, 1, 5000, "ZCARD t:{orphanf2}:delayed"));
+    long told = 0;
+    set_format_2_known(&e, "orphanf2");
     runs ra = {.keep = 1};
     rjq_client *a = dying_pushed_worker(&e, "orphanf2", &ra); /* idle: enqueues push to it */
     for (int i = 0; i < 2; i++) { /* (one a loop turn: the lean enqueue takes a batch of one) */
@@ -686,14 +692,8 @@ static void start_deaf_worker(test_env *e, const char *q, const char *name, int 
 TEST(push_heard_by_nobody_is_undone_and_the_job_runs_once_on_another_worker) {
     test_env e;
     env_start(&e, "unheard");
-    long set = 0, told = 0;
-    ASSERT_OK(rjq_queue_set_format(e.q, 2, on_format, &set));
-    ASSERT(loop_until_count(e.base, &set, 1, 5000));
-    /* the producer learns the format with its first enqueue (a job for later) */
-    rjq_job_options later = RJQ_JOB_OPTIONS_INIT;
-    later.delay_ms = 3600000;
-    ASSERT_OK(rjq_enqueue(e.q, "later", 5, &later, NULL, NULL));
-    ASSERT(loop_until_server_int(e.base, e.rc, 1, 5000, "ZCARD t:{unheard}:delayed"));
+    long told = 0;
+    set_format_2_known(&e, "unheard");
 
     runs ra = {0};
     rjq_client *a;

@@ -618,23 +618,6 @@ static void count_sub_drops(rjq_client *c, rjq_event ev, int conn, const char *d
     if (ev == RJQ_EVENT_DISCONNECTED && conn == RJQ_CONN_SUBSCRIBER) (*(long *)data)++;
 }
 
-/* The id of the connection named name (CLIENT LIST), or -1. */
-static long long client_id_named(redisContext *rc, const char *name) {
-    redisReply *r = server_cmd(rc, "CLIENT LIST");
-    ASSERT(r->type == REDIS_REPLY_STRING);
-    char want[128];
-    snprintf(want, sizeof want, " name=%s ", name);
-    long long id = -1;
-    for (char *line = r->str; line && *line && id < 0;) {
-        char *end = strchr(line, '\n');
-        if (end) *end = '\0';
-        if (strstr(line, want) && strncmp(line, "id=", 3) == 0) id = atoll(line + 3);
-        line = end ? end + 1 : NULL;
-    }
-    freeReplyObject(r);
-    return id;
-}
-
 /* A worker of `slots` slots on queue q, on its own client named name,
  * whose subscriber connection is then killed (CLIENT KILL) while its client
  * waits a minute before reconnecting: its registration is left in idle (its

@@ -74,11 +74,7 @@ for line in open(src, errors='surrogateescape'):
 PYEOF
 
 CG_PORT=$((PORT + 1))
-valgrind --tool=callgrind --toggle-collect=fcallCommand --callgrind-out-file="$OUT/redis.%p.cg" \
-  redis-server --port "$CG_PORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$OUT" > "$OUT/redis.log" 2>&1 &
-CG_REDIS_PID=$!
-trap cg_redis_stop EXIT
-until redis-cli -p "$CG_PORT" ping > /dev/null 2>&1; do sleep 0.2; done
+cg_redis_start "$CG_PORT" deps_replay.sh --toggle-collect=fcallCommand
 REDIS_URL="redis://127.0.0.1:$CG_PORT" "$BIN" plain 10 > /dev/null
 lib=$(libname "$CG_PORT")
 redis-cli -p "$CG_PORT" FLUSHALL > /dev/null

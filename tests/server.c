@@ -534,6 +534,22 @@ long long server_numsub(redisContext *rc, const char *channel) {
     return n;
 }
 
+long long client_id_named(redisContext *rc, const char *name) {
+    redisReply *r = server_cmd(rc, "CLIENT LIST");
+    ASSERT(r->type == REDIS_REPLY_STRING);
+    char needle[160];
+    snprintf(needle, sizeof needle, " name=%s ", name);
+    long long id = -1;
+    for (char *line = r->str; line && *line;) {
+        char *end = strchr(line, '\n');
+        if (end) *end = '\0';
+        if (strstr(line, needle) && strncmp(line, "id=", 3) == 0) id = atoll(line + 3);
+        line = end ? end + 1 : NULL;
+    }
+    freeReplyObject(r);
+    return id;
+}
+
 /* ---- the loop and rjq clients --------------------------------------------- */
 
 static void on_deadline(evutil_socket_t fd, short what, void *arg) {

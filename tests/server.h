@@ -133,6 +133,8 @@ void server_copy_schedule(redisContext *rc, const char *q, const char *from, con
 /* The number of subscribers of a channel (PUBSUB NUMSUB; -1 if the reply
  * is not the expected one). */
 long long server_numsub(redisContext *rc, const char *channel);
+/* The id of the connection named `name` (CLIENT LIST), or -1. */
+long long client_id_named(redisContext *rc, const char *name);
 
 /* A TCP port of 127.0.0.1 nobody listens on, its cluster bus port
  * (+ 10000) too, both below the kernel's ephemeral range (so no outgoing

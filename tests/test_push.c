@@ -1099,6 +1099,18 @@ static void running_awaited(push_env *e, const char *q, count_wait *w, char *id,
     ASSERT(state_holds_channel(e->env.rc, q, id, v, vn));
 }
 
+/* A dependent dep_id enqueued on dq after job id of queue q (running:
+ * running_awaited's), once its dependents entry is written. */
+static void enqueue_dependent(push_env *e, rjq_queue *dq, const char *q, const char *id, const char *dep_id) {
+    rjq_dep on = {q, id};
+    rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
+    jo.id = dep_id;
+    jo.after = &on;
+    jo.n_after = 1;
+    ASSERT_OK(rjq_enqueue(dq, "b", 1, &jo, NULL, NULL));
+    WAIT_FOR(e->env.base, server_int(e->env.rc, "HEXISTS t:{%s}:dependents %s", q, id) == 1, 5000);
+}
+
 /* The worker's held job (running_awaited's, cancelled since) ends: its
  * completion finds it cancelled, and its callback comes. */
 static void end_cancelled_run(push_env *e) {
@@ -1339,13 +1351,7 @@ TEST(format2_dependent_on_a_running_pushed_job_keeps_its_channel) {
     count_wait w = {0};
     char id[64], v[512];
     running_awaited(&e, "fd", &w, id, sizeof id, v, sizeof v);
-    rjq_dep on = {"fd", id};
-    rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
-    jo.id = "dep-b";
-    jo.after = &on;
-    jo.n_after = 1;
-    ASSERT_OK(rjq_enqueue(e.env.q, "b", 1, &jo, NULL, NULL));
-    WAIT_FOR(e.env.base, server_int(e.env.rc, "HEXISTS t:{fd}:dependents %s", id) == 1, 5000);
+    enqueue_dependent(&e, e.env.q, "fd", id, "dep-b");
     ASSERT(state_holds_channel(e.env.rc, "fd", id, v, sizeof v));
     ASSERT_EQ(0, server_int(e.env.rc, "HEXISTS t:{fd}:watchers %s", id));
     ASSERT_EQ(2, e.h.handled); /* b waits */
@@ -1375,13 +1381,7 @@ TEST(format2_dependent_of_another_queue_keeps_the_channel_in_the_state_and_both_
     count_wait w = {0};
     char id[64], v[512];
     running_awaited(&e, "fe", &w, id, sizeof id, v, sizeof v);
-    rjq_dep on = {"fe", id};
-    rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
-    jo.id = "dep-o";
-    jo.after = &on;
-    jo.n_after = 1;
-    ASSERT_OK(rjq_enqueue(oq, "b", 1, &jo, NULL, NULL));
-    WAIT_FOR(e.env.base, server_int(e.env.rc, "HEXISTS t:{fe}:dependents %s", id) == 1, 5000);
+    enqueue_dependent(&e, oq, "fe", id, "dep-o");
     ASSERT(state_holds_channel(e.env.rc, "fe", id, v, sizeof v));
     ASSERT_EQ(0, server_int(e.env.rc, "HEXISTS t:{fe}:watchers %s", id));
     ASSERT_EQ(0, server_int(e.env.rc, "LLEN t:{fo}:ready"));
@@ -1406,13 +1406,7 @@ TEST(format2_dependent_of_another_queue_on_a_cancelled_pushed_job_applies_its_po
     count_wait w = {0};
     char id[64], v[512];
     running_awaited(&e, "fx", &w, id, sizeof id, v, sizeof v);
-    rjq_dep on = {"fx", id};
-    rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
-    jo.id = "dep-x";
-    jo.after = &on;
-    jo.n_after = 1;
-    ASSERT_OK(rjq_enqueue(oq, "b", 1, &jo, NULL, NULL));
-    WAIT_FOR(e.env.base, server_int(e.env.rc, "HEXISTS t:{fx}:dependents %s", id) == 1, 5000);
+    enqueue_dependent(&e, oq, "fx", id, "dep-x");
     ASSERT(state_holds_channel(e.env.rc, "fx", id, v, sizeof v));
     ASSERT_OK(rjq_queue_cancel(e.env.q, id, on_cancelled_active, &cancelled));
     WAIT_FOR(e.env.base, w.done >= 1, 5000);
@@ -1423,10 +1417,7 @@ TEST(format2_dependent_of_another_queue_on_a_cancelled_pushed_job_applies_its_po
     ASSERT(r->type == REDIS_REPLY_STRING && strstr(r->str, "ended cancelled") != NULL);
     freeReplyObject(r);
     WAIT_FOR(e.env.base, server_int(e.env.rc, "HEXISTS t:{fx}:dependents %s", id) == 0, 5000);
-    long ended = 0; /* (the worker's job ends: its completion finds it cancelled) */
-    ASSERT_OK(rjq_job_complete(e.h.jobs[0], NULL, 0, on_done_any, &ended));
-    e.h.n = 0;
-    ASSERT(loop_until_count(e.env.base, &ended, 1, 5000));
+    end_cancelled_run(&e);
     push_stop(&e);
 }
 
@@ -1443,13 +1434,7 @@ TEST(format2_dependent_of_another_queue_on_a_reclaimed_pushed_job_waits_for_its_
     count_wait w = {0};
     char id[64], v[512];
     running_awaited(&e, "fy", &w, id, sizeof id, v, sizeof v);
-    rjq_dep on = {"fy", id};
-    rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
-    jo.id = "dep-y";
-    jo.after = &on;
-    jo.n_after = 1;
-    ASSERT_OK(rjq_enqueue(oq, "b", 1, &jo, NULL, NULL));
-    WAIT_FOR(e.env.base, server_int(e.env.rc, "HEXISTS t:{fy}:dependents %s", id) == 1, 5000);
+    enqueue_dependent(&e, oq, "fy", id, "dep-y");
     freeReplyObject(server_cmd(e.env.rc, "ZADD t:{fy}:active XX 1 %s", id));
     count_wait rc = {0};
     ASSERT_OK(rjq_queue_reclaim(e.env.q, on_count, &rc));

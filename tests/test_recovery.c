@@ -566,6 +566,18 @@ static void on_told(rjq_client *c, int status, const rjq_outcome *o, void *data)
     (*(long *)data)++;
 }
 
+/* e's queue (named q) set to format 2; its producer learns the format with
+ * its first enqueue (a job for later). */
+static void set_format_2_known(test_env *e, const char *q) {
+    long set = 0;
+    ASSERT_OK(rjq_queue_set_format(e->q, 2, on_format, &set));
+    ASSERT(loop_until_count(e->base, &set, 1, 5000));
+    rjq_job_options later = RJQ_JOB_OPTIONS_INIT;
+    later.delay_ms = 3600000;
+    ASSERT_OK(rjq_enqueue(e->q, "later", 5, &later, NULL, NULL));
+    ASSERT(loop_until_server_int(e->base, e->rc, 1, 5000, "ZCARD t:{%s}:delayed", q));
+}
+
 /* The same on a queue of format 2 (docs/scripts.md "Queue format 2"),
  * with awaited jobs: their reply channels are in their states when their
  * client dies; the orphan sweep moves them to the watchers column
@@ -574,14 +586,8 @@ static void on_told(rjq_client *c, int status, const rjq_outcome *o, void *data)
 TEST(awaited_pushed_jobs_of_a_dead_client_on_a_format_2_queue_still_tell_their_producer) {
     test_env e;
     env_start(&e, "orphanf2");
-    long set = 0, told = 0;
-    ASSERT_OK(rjq_queue_set_format(e.q, 2, on_format, &set));
-    ASSERT(loop_until_count(e.base, &set, 1, 5000));
-    /* the producer learns the format with its first enqueue (a job for later) */
-    rjq_job_options later = RJQ_JOB_OPTIONS_INIT;
-    later.delay_ms = 3600000;
-    ASSERT_OK(rjq_enqueue(e.q, "later", 5, &later, NULL, NULL));
-    ASSERT(loop_until_server_int(e.base, e.rc, 1, 5000, "ZCARD t:{orphanf2}:delayed"));
+    long told = 0;
+    set_format_2_known(&e, "orphanf2");
     runs ra = {.keep = 1};
     rjq_client *a = dying_pushed_worker(&e, "orphanf2", &ra); /* idle: enqueues push to it */
     for (int i = 0; i < 2; i++) { /* (one a loop turn: the lean enqueue takes a batch of one) */
@@ -612,21 +618,46 @@ static void count_sub_drops(rjq_client *c, rjq_event ev, int conn, const char *d
     if (ev == RJQ_EVENT_DISCONNECTED && conn == RJQ_CONN_SUBSCRIBER) (*(long *)data)++;
 }
 
-/* The id of the connection named name (CLIENT LIST), or -1. */
-static long long client_id_named(redisContext *rc, const char *name) {
-    redisReply *r = server_cmd(rc, "CLIENT LIST");
-    ASSERT(r->type == REDIS_REPLY_STRING);
-    char want[128];
-    snprintf(want, sizeof want, " name=%s ", name);
-    long long id = -1;
-    for (char *line = r->str; line && *line && id < 0;) {
-        char *end = strchr(line, '\n');
-        if (end) *end = '\0';
-        if (strstr(line, want) && strncmp(line, "id=", 3) == 0) id = atoll(line + 3);
-        line = end ? end + 1 : NULL;
-    }
+/* A worker of `slots` slots on queue q, on its own client named name,
+ * whose subscriber connection is then killed (CLIENT KILL) while its client
+ * waits a minute before reconnecting: its registration is left in idle (its
+ * field and value copied out), its channel without a subscriber. Its runs
+ * count in *ra; free *client at the end. */
+static void start_deaf_worker(test_env *e, const char *q, const char *name, int slots, runs *ra,
+                              rjq_client **client, char *field, size_t fsize, char *value, size_t vsize) {
+    static long drops;
+    drops = 0;
+    rjq_client_options o = client_options(e->s.url);
+    o.name = name;
+    o.reconnect_min_ms = 60000;
+    o.reconnect_max_ms = 60000;
+    o.on_event = count_sub_drops;
+    o.event_data = &drops;
+    rjq_client *a = client_new(e->base, &o);
+    rjq_queue *qa = queue_for(a, q);
+    wait_connected(e->base, a);
+    rjq_worker_options wo = quiet_worker_options(slots);
+    rjq_worker *wa = NULL;
+    ASSERT_OK(rjq_worker_start(qa, &wo, on_run, ra, &wa));
+    wait_worker_started(e->base, a, qa, e->rc, q);
+    ASSERT_EQ(1, server_int(e->rc, "HLEN t:{%s}:idle", q));
+
+    char sub_name[96];
+    snprintf(sub_name, sizeof sub_name, "%s:sub", name);
+    long long sub = client_id_named(e->rc, sub_name);
+    ASSERT(sub > 0);
+    ASSERT_EQ(1, server_int(e->rc, "CLIENT KILL ID %lld", sub));
+    ASSERT(loop_until_count(e->base, &drops, 1, 5000));
+    /* the registration is left, nobody listens on its channel */
+    redisReply *r = server_cmd(e->rc, "HGETALL t:{%s}:idle", q);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 2);
+    snprintf(field, fsize, "%s", r->element[0]->str);
+    snprintf(value, vsize, "%s", r->element[1]->str);
     freeReplyObject(r);
-    return id;
+    const char *ch = strchr(field, ' ');
+    ASSERT(ch != NULL);
+    ASSERT_EQ(0, server_numsub(e->rc, ch + 1));
+    *client = a;
 }
 
 /* nsub36: the lean enqueue sends no PUBSUB NUMSUB; its push's own PUBLISH
@@ -644,46 +675,15 @@ static long long client_id_named(redisContext *rc, const char *name) {
 TEST(push_heard_by_nobody_is_undone_and_the_job_runs_once_on_another_worker) {
     test_env e;
     env_start(&e, "unheard");
-    long set = 0, told = 0;
-    ASSERT_OK(rjq_queue_set_format(e.q, 2, on_format, &set));
-    ASSERT(loop_until_count(e.base, &set, 1, 5000));
-    /* the producer learns the format with its first enqueue (a job for later) */
-    rjq_job_options later = RJQ_JOB_OPTIONS_INIT;
-    later.delay_ms = 3600000;
-    ASSERT_OK(rjq_enqueue(e.q, "later", 5, &later, NULL, NULL));
-    ASSERT(loop_until_server_int(e.base, e.rc, 1, 5000, "ZCARD t:{unheard}:delayed"));
+    long told = 0;
+    set_format_2_known(&e, "unheard");
 
-    long drops = 0;
-    rjq_client_options o = client_options(e.s.url);
-    o.name = "unheardwkr";
-    o.reconnect_min_ms = 60000;
-    o.reconnect_max_ms = 60000;
-    o.on_event = count_sub_drops;
-    o.event_data = &drops;
-    rjq_client *a = client_new(e.base, &o);
-    rjq_queue *qa = queue_for(a, "unheard");
-    wait_connected(e.base, a);
     runs ra = {0};
-    rjq_worker_options wo = quiet_worker_options(1);
-    rjq_worker *wa = NULL;
-    ASSERT_OK(rjq_worker_start(qa, &wo, on_run, &ra, &wa));
-    wait_worker_started(e.base, a, qa, e.rc, "unheard");
-    ASSERT_EQ(1, server_int(e.rc, "HLEN t:{unheard}:idle"));
-
-    long long sub = client_id_named(e.rc, "unheardwkr:sub");
-    ASSERT(sub > 0);
-    ASSERT_EQ(1, server_int(e.rc, "CLIENT KILL ID %lld", sub));
-    ASSERT(loop_until_count(e.base, &drops, 1, 5000));
-    /* the registration is left, nobody listens on its channel */
-    redisReply *r = server_cmd(e.rc, "HGETALL t:{unheard}:idle");
-    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 2);
+    rjq_client *a;
     char field[256], value[128];
-    snprintf(field, sizeof field, "%s", r->element[0]->str);
-    snprintf(value, sizeof value, "%s", r->element[1]->str);
-    freeReplyObject(r);
-    const char *ch = strchr(field, ' ');
-    ASSERT(ch != NULL);
-    ASSERT_EQ(0, server_numsub(e.rc, ch + 1));
+    start_deaf_worker(&e, "unheard", "unheardwkr", 1, &ra, &a, field, sizeof field, value, sizeof value);
+    rjq_worker_options wo = quiet_worker_options(1);
+    redisReply *r;
 
     /* a payload in the message, and one of its own (>= 2 KiB: two
      * PUBLISHes, the second only after a heard first) */
@@ -760,33 +760,12 @@ static void assert_ready_unspent(test_env *e, const char *q, const char *id) {
 TEST(general_push_heard_by_nobody_is_undone_for_batches_ids_and_priorities) {
     test_env e;
     env_start(&e, "unheardg");
-    rjq_client_options o = client_options(e.s.url);
-    long drops = 0;
-    o.name = "unheardgwkr";
-    o.reconnect_min_ms = 60000;
-    o.reconnect_max_ms = 60000;
-    o.on_event = count_sub_drops;
-    o.event_data = &drops;
-    rjq_client *a = client_new(e.base, &o);
-    rjq_queue *qa = queue_for(a, "unheardg");
-    wait_connected(e.base, a);
     runs ra = {0};
-    rjq_worker_options wo = quiet_worker_options(4);
-    rjq_worker *wa = NULL;
-    ASSERT_OK(rjq_worker_start(qa, &wo, on_run, &ra, &wa));
-    wait_worker_started(e.base, a, qa, e.rc, "unheardg");
-    long long sub = client_id_named(e.rc, "unheardgwkr:sub");
-    ASSERT(sub > 0);
-    ASSERT_EQ(1, server_int(e.rc, "CLIENT KILL ID %lld", sub));
-    ASSERT(loop_until_count(e.base, &drops, 1, 5000));
-    redisReply *r = server_cmd(e.rc, "HGETALL t:{unheardg}:idle");
-    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 2);
+    rjq_client *a;
     char field[256], value[128];
-    snprintf(field, sizeof field, "%s", r->element[0]->str);
-    snprintf(value, sizeof value, "%s", r->element[1]->str);
-    freeReplyObject(r);
+    start_deaf_worker(&e, "unheardg", "unheardgwkr", 4, &ra, &a, field, sizeof field, value, sizeof value);
     ASSERT(strncmp(value, "4 ", 2) == 0);
-    ASSERT_EQ(0, server_numsub(e.rc, strchr(field, ' ') + 1));
+    redisReply *r;
 
     runs rb = {0};
     long enq = 0, want = 0;

@@ -104,23 +104,6 @@ static long long spublish(redisContext *rc, const char *ch, const char *msg) {
     return server_int(rc, "SPUBLISH %s %s", ch, msg);
 }
 
-/* The id of the connection named `name` (CLIENT LIST), or -1. */
-static long long client_id_named(redisContext *rc, const char *name) {
-    redisReply *r = server_cmd(rc, "CLIENT LIST");
-    ASSERT(r->type == REDIS_REPLY_STRING);
-    char needle[160];
-    snprintf(needle, sizeof needle, " name=%s ", name);
-    long long id = -1;
-    for (char *line = r->str; line && *line;) {
-        char *end = strchr(line, '\n');
-        if (end) *end = '\0';
-        if (strstr(line, needle) && strncmp(line, "id=", 3) == 0) id = atoll(line + 3);
-        line = end ? end + 1 : NULL;
-    }
-    freeReplyObject(r);
-    return id;
-}
-
 static rjq_client *named_client(struct event_base *base, const char *url) {
     rjq_client_options o = client_options(url);
     o.name = "shardtest";

@@ -434,6 +434,16 @@ static size_t job_id(const batch *b, size_t i, const char **id) {
     return len;
 }
 
+/* The base of the tokens of the jobs a call pushes to idle workers (a
+ * word new for each call, then "p"; the script appends the message's
+ * number), as an argument. */
+static void put_token_base(rjq_queue *q, rjq__buf *a) {
+    char tbase[16];
+    rjq__random_word(rjq_queue_get_client(q), tbase, 10);
+    strcat(tbase, "p");
+    rjq__buf_arg_str(a, tbase);
+}
+
 /* The arguments of one call after the fixed ones (enqueue.lua ARGV 4..):
  * its token base for pushed jobs, the bound, then for a batch's first call
  * of several the later calls' jobs (b's from the item `later` on: how many
@@ -441,10 +451,7 @@ static size_t job_id(const batch *b, size_t i, const char **id) {
  * alone). Returns how many arguments. */
 static int call_args(rjq_queue *q, rjq__buf *a, const char *which, const batch *b,
                      size_t later) {
-    char tbase[16]; /* tokens of jobs pushed to idle workers */
-    rjq__random_word(rjq_queue_get_client(q), tbase, 10);
-    strcat(tbase, "p"); /* then the message's number */
-    rjq__buf_arg_str(a, tbase);
+    put_token_base(q, a);
     char num[24];
     snprintf(num, sizeof num, "%ld", rjq__queue_max_waiting(q));
     rjq__buf_arg_str(a, num);
@@ -550,10 +557,7 @@ static int send_one(rjq_queue *q, batch *b, sent_batch *s) {
     rjq__buf_script_keys(&a, q, RJQ__S_ENQUEUE_ONE);
     rjq__buf_key(&a, q, RJQ__K_WAKE);
     rjq__buf_arg(&a, ch, clen);
-    char tbase[16]; /* (call_args) */
-    rjq__random_word(rjq_queue_get_client(q), tbase, 10);
-    strcat(tbase, "p");
-    rjq__buf_arg_str(&a, tbase);
+    put_token_base(q, &a);
     part *p = rjq__queue_part(q, RJQ__PART_ENQUEUE);
     const char *format = p && p->format == 2 ? "2" : "1"; /* (enqueue_one.lua checks it) */
     int nargs = 1 + rjq__scripts[RJQ__S_ENQUEUE_ONE].nkeys + 5, rc;
@@ -1094,10 +1098,7 @@ static void start_grouped(rjq_queue *q, batch *b) {
     char num[24];
     snprintf(num, sizeof num, "%ld", rjq__queue_max_waiting(q)); /* (it counts group jobs) */
     rjq__buf_arg_str(a, num);
-    char tbase[16]; /* tokens of jobs pushed to idle workers */
-    rjq__random_word(rjq_queue_get_client(q), tbase, 10);
-    strcat(tbase, "p");
-    rjq__buf_arg_str(a, tbase);
+    put_token_base(q, a);
     b->fixed_len = a->len;
     b->fixed_nargs = b->nargs = 1 + rjq__scripts[RJQ__S_GENQUEUE].nkeys + 2;
 }

@@ -176,9 +176,15 @@ void rjq__req_free(rjq__req *r) {
     free(r->parts);
     free(r->part_end);
     free(r->part_err);
+    rjq__req_free_cmd(r);
+    free(r);
+}
+
+void rjq__req_free_cmd(rjq__req *r) {
     if (r->own_cmd) free(r->block ? r->block : r->cmd);
     else redisFreeCommand(r->cmd);
-    free(r);
+    r->cmd = r->block = NULL;
+    r->own_cmd = 0;
 }
 
 /* Call the request's function once and free it. */

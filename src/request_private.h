@@ -145,6 +145,10 @@ rjq__req *rjq__req_new(rjq_client *c, int flags, rjq__reply_fn *fn, void *priv, 
                        size_t len);
 /* Free a request in no list: NEW (never sent), DONE or ORPHANED. */
 void rjq__req_free(rjq__req *r);
+/* Free r's command however it is held (hiredis', ours, or in our block:
+ * rjq__script_take), leaving r without one (the head rewrites give it
+ * another). */
+void rjq__req_free_cmd(rjq__req *r);
 /* Call r's function once (status, reply) and free r. */
 void rjq__req_deliver(rjq__req *r, rjq_client *c, int status, redisReply *reply);
 /* The same for a durable write fewer replicas than asked confirmed. */

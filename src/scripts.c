@@ -67,8 +67,7 @@ int rjq__script_set_head(int fcall, rjq__req *r, const char *args, size_t len) {
     memcpy(cmd, head, (size_t)hlen);
     if (len) memcpy(cmd + hlen, args, len);
     cmd[(size_t)hlen + len] = '\0';
-    if (r->own_cmd) free(r->block ? r->block : r->cmd);
-    r->block = NULL;
+    rjq__req_free_cmd(r); /* (after the copy: args may be in it) */
     r->cmd = cmd;
     r->own_cmd = 1;
     r->len = (size_t)hlen + len;

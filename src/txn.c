@@ -93,8 +93,7 @@ int rjq__txn_build(int fcall, rjq__req *r, const char *pre, const size_t *pre_en
     RJQ_ASSERT(k == 1 + r->npre + r->nparts);
     RJQ_ASSERT(at + sizeof exec - 1 == len); /* the length counted is the length written */
     memcpy(cmd + at, exec, sizeof exec - 1);
-    if (r->own_cmd) free(r->block ? r->block : r->cmd);
-    r->block = NULL;
+    rjq__req_free_cmd(r); /* (after the copy: the old parts may be in it) */
     r->cmd = cmd;
     r->own_cmd = 1;
     r->len = len;

@@ -52,6 +52,12 @@ if picked and nothing_ready then
   -- subscribers, and a push nobody heard is undone below)
   if not wch or slots < 1 or not push_format_ok(format) then
     wid, stale = nil, true
+  elseif (PUB or pub_mode()) == 'SPUBLISH' and numsub(wch) == 0 then
+    -- (on a cluster SPUBLISH reaches the shard's replicas' subscribers
+    -- too and counts this node's only: its reply proves nothing, so
+    -- SHARDNUMSUB is asked first and the push is never undone: lib.lua
+    -- push_to_idle)
+    wid, stale = nil, true
   end
 end
 
@@ -138,15 +144,16 @@ if wid then
   local len, m = #payload, num(DEFAULT_MAX_ATTEMPTS)
   local pub = PUB or pub_mode()
   local heard
+  local sure = pub == 'SPUBLISH' -- (asked first, above: never undone)
   if len > PUSH_INLINE_MAX then
     heard = redis.call(pub, wch, head .. num(#id) .. ' - 1 ' .. m .. ' 0\n' .. id)
   elseif format == PUSH_FORMAT and len >= PUSH_SPLIT_MIN then
     heard = redis.call(pub, wch, head .. num(#id) .. ' >' .. num(len) .. ' 1 ' .. m .. ' 0\n' .. id)
-    if heard > 0 then redis.call(pub, wch, payload) end
+    if heard > 0 or sure then redis.call(pub, wch, payload) end
   else
     heard = redis.call(pub, wch, head .. num(#id) .. ' ' .. num(len) .. ' 1 ' .. m .. ' 0\n' .. id .. payload)
   end
-  if heard > 0 then
+  if heard > 0 or sure then
     if emit ~= UNMONITORED then emit('active', id) end
     if slots > 1 then
       redis.call('HSET', idle, pick[1], registration(slots - 1, epoch, lease, format, q2 or inst))

@@ -2157,6 +2157,14 @@ end
 -- Returns how many jobs were taken (and kept), and how many were undone.
 local function push_to_idle(J, active, idle, tbase, budget, emit, pick, take, deadlines, now, plan, first, back)
   local k, taken, inline_left, undone = 0, 0, PUSH_INLINE_TOTAL, 0
+  -- On a cluster a message heard by nobody here may still be heard: a
+  -- SPUBLISH reaches the subscribers of the shard's replicas too (over the
+  -- cluster bus) and counts this node's only, so its reply proves nothing
+  -- and the message is never undone there: SHARDNUMSUB is asked first, as
+  -- before npush36 (test_chaos' cluster case: a worker subscribed on a
+  -- restarted old master, now a replica, heard pushes the count called
+  -- unheard, and the undone jobs were pushed again to other workers).
+  local undo = back and (PUB or pub_mode()) ~= 'SPUBLISH'
   while budget > 0 do
     pick = pick or redis.call('HRANDFIELD', idle, 1, 'WITHVALUES')
     if #pick == 0 then break end
@@ -2169,7 +2177,7 @@ local function push_to_idle(J, active, idle, tbase, budget, emit, pick, take, de
     -- (with back, no PUBSUB NUMSUB: the message's PUBLISH counts the
     -- worker's subscribers, and a message heard by nobody is undone below)
     if not plan and (not ch or slots < 1 or not push_format_ok(format) or
-       (not back and numsub(ch) == 0)) then
+       (not undo and numsub(ch) == 0)) then
       redis.call('HDEL', idle, field)
     else
       local ids, d, o, s = take(math.min(slots, budget))
@@ -2180,7 +2188,7 @@ local function push_to_idle(J, active, idle, tbase, budget, emit, pick, take, de
       local out, tok = {}, string.match(ch, '([^:]+)$') .. '.' .. wid .. '.' .. tbase .. k
       local deadline = int(now + tonumber(lease))
       -- (the active events wait for the message to be heard)
-      local evs = emit ~= UNMONITORED and back and {} or nil
+      local evs = emit ~= UNMONITORED and undo and {} or nil
       local c = {active = active, deadlines = deadlines, now = now,
                  emit = evs and function(_, id) evs[#evs + 1] = id end or emit,
                  tok = tok, deadline = deadline, stated = plan ~= nil,
@@ -2230,11 +2238,11 @@ local function push_to_idle(J, active, idle, tbase, budget, emit, pick, take, de
         -- the payloads of "><length>" jobs, in their order, right after
         -- (one script: nothing comes between them on the channel), only
         -- after a head that was heard
-        if after and heard > 0 then
+        if after and (heard > 0 or not undo) then
           for i = 1, #after do redis.call(PUB, ch, after[i]) end
         end
       end
-      if heard > 0 or not back then
+      if heard > 0 or not undo then
         if evs then for i = 1, #evs do emit('active', evs[i]) end end
         if slots - n > 0 then
           redis.call('HSET', idle, field, registration(slots - n, epoch, lease, format, q2 == '2'))
@@ -2291,8 +2299,12 @@ local function push_plan(pick, tbase, budget, sv, now)
   local wid, ch = string.match(pick[1], '^(%S+) (.+)$')
   local slots, _, _, format = string.match(pick[2], '^(%d+) (%S+) (%d+) (%S+) ?2?$')
   slots = tonumber(slots or 0)
-  -- (no PUBSUB NUMSUB: push_to_idle undoes a message heard by nobody)
-  if not ch or slots < 1 or not push_format_ok(format) then return nil end
+  -- (no PUBSUB NUMSUB: push_to_idle undoes a message heard by nobody;
+  -- on a cluster it does not, SPUBLISH's count proving nothing: asked)
+  if not ch or slots < 1 or not push_format_ok(format) or
+     ((PUB or pub_mode()) == 'SPUBLISH' and numsub(ch) == 0) then
+    return nil
+  end
   local tok = string.match(ch, '([^:]+)$') .. '.' .. wid .. '.' .. tbase .. 1
   local _, a, _t, tm = state_of(sv)
   return math.min(slots, budget), 'active ' .. num(a + 1) .. ' ' .. tok .. ' @' .. times_started(tm, int(now))

@@ -1320,10 +1320,7 @@ TEST(format2_dependent_of_another_queue_on_a_cancelled_pushed_job_applies_its_po
     ASSERT(r->type == REDIS_REPLY_STRING && strstr(r->str, "ended cancelled") != NULL);
     freeReplyObject(r);
     WAIT_FOR(e.env.base, server_int(e.env.rc, "HEXISTS t:{fx}:dependents %s", id) == 0, 5000);
-    long ended = 0; /* (the worker's job ends: its completion finds it cancelled) */
-    ASSERT_OK(rjq_job_complete(e.h.jobs[0], NULL, 0, on_done_any, &ended));
-    e.h.n = 0;
-    ASSERT(loop_until_count(e.env.base, &ended, 1, 5000));
+    end_cancelled_run(&e);
     push_stop(&e);
 }
 

@@ -1029,6 +1029,19 @@ static void running_awaited(push_env *e, const char *q, count_wait *w, char *id,
     ASSERT(state_holds_channel(e->env.rc, q, id, v, vn));
 }
 
+/* Job dep_id of queue dq made to wait for job id of queue q (policy
+ * 'fail'), once its registration is in: q's dependents entry for id (the
+ * registration writes it and the watchers mark in one call). */
+static void enqueue_dependent(push_env *e, rjq_queue *dq, const char *q, const char *id, const char *dep_id) {
+    rjq_dep on = {q, id};
+    rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
+    jo.id = dep_id;
+    jo.after = &on;
+    jo.n_after = 1;
+    ASSERT_OK(rjq_enqueue(dq, "b", 1, &jo, NULL, NULL));
+    WAIT_FOR(e->env.base, server_int(e->env.rc, "HEXISTS t:{%s}:dependents %s", q, id) == 1, 5000);
+}
+
 /* The worker's held job (running_awaited's, cancelled since) ends: its
  * completion finds it cancelled, and its callback comes. */
 static void end_cancelled_run(push_env *e) {
@@ -1270,13 +1283,8 @@ TEST(format2_dependent_of_another_queue_moves_the_channel_to_the_watchers) {
     count_wait w = {0};
     char id[64], v[512];
     running_awaited(&e, "fe", &w, id, sizeof id, v, sizeof v);
-    rjq_dep on = {"fe", id};
-    rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
-    jo.id = "dep-o";
-    jo.after = &on;
-    jo.n_after = 1;
-    ASSERT_OK(rjq_enqueue(oq, "b", 1, &jo, NULL, NULL));
-    WAIT_FOR(e.env.base, server_int(e.env.rc, "HEXISTS t:{fe}:watchers %s", id) == 1, 5000);
+    enqueue_dependent(&e, oq, "fe", id, "dep-o");
+    ASSERT_EQ(1, server_int(e.env.rc, "HEXISTS t:{fe}:watchers %s", id)); /* (the mark, written with the entry) */
     ASSERT(!state_holds_channel(e.env.rc, "fe", id, v, sizeof v));
     redisReply *r = server_cmd(e.env.rc, "HGET t:{fe}:watchers %s", id);
     ASSERT(r->type == REDIS_REPLY_STRING && strstr(r->str, ":reply:") != NULL && strstr(r->str, "~deps") != NULL);
@@ -1303,13 +1311,8 @@ TEST(format2_dependent_of_another_queue_on_a_cancelled_pushed_job_applies_its_po
     count_wait w = {0};
     char id[64], v[512];
     running_awaited(&e, "fx", &w, id, sizeof id, v, sizeof v);
-    rjq_dep on = {"fx", id};
-    rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
-    jo.id = "dep-x";
-    jo.after = &on;
-    jo.n_after = 1;
-    ASSERT_OK(rjq_enqueue(oq, "b", 1, &jo, NULL, NULL));
-    WAIT_FOR(e.env.base, server_int(e.env.rc, "HEXISTS t:{fx}:watchers %s", id) == 1, 5000);
+    enqueue_dependent(&e, oq, "fx", id, "dep-x");
+    ASSERT_EQ(1, server_int(e.env.rc, "HEXISTS t:{fx}:watchers %s", id)); /* (the mark, written with the entry) */
     ASSERT(!state_holds_channel(e.env.rc, "fx", id, v, sizeof v));
     ASSERT_OK(rjq_queue_cancel(e.env.q, id, on_cancelled_active, &cancelled));
     WAIT_FOR(e.env.base, w.done >= 1, 5000);
@@ -1337,13 +1340,8 @@ TEST(format2_dependent_of_another_queue_on_a_reclaimed_pushed_job_waits_for_its_
     count_wait w = {0};
     char id[64], v[512];
     running_awaited(&e, "fy", &w, id, sizeof id, v, sizeof v);
-    rjq_dep on = {"fy", id};
-    rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
-    jo.id = "dep-y";
-    jo.after = &on;
-    jo.n_after = 1;
-    ASSERT_OK(rjq_enqueue(oq, "b", 1, &jo, NULL, NULL));
-    WAIT_FOR(e.env.base, server_int(e.env.rc, "HEXISTS t:{fy}:watchers %s", id) == 1, 5000);
+    enqueue_dependent(&e, oq, "fy", id, "dep-y");
+    ASSERT_EQ(1, server_int(e.env.rc, "HEXISTS t:{fy}:watchers %s", id)); /* (the mark, written with the entry) */
     freeReplyObject(server_cmd(e.env.rc, "ZADD t:{fy}:active XX 1 %s", id));
     count_wait rc = {0};
     ASSERT_OK(rjq_queue_reclaim(e.env.q, on_count, &rc));

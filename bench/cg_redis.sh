@@ -1,13 +1,14 @@
 # shellcheck shell=bash
 # Sourced by the bench scripts that measure redis-server under callgrind
-# (callgrind.sh, callgrind_floor.sh, callgrind_lean.sh): one place for
+# (callgrind.sh, callgrind_floor.sh, callgrind_lean.sh, deps_callgrind.sh): one place for
 # starting it, stopping it on exit and reading a dump's instructions.
 
 # Start redis-server on port $1 under callgrind, its files in $OUT; its pid
 # in CG_REDIS_PID; stopped when the script exits; returns once it answers.
-# $2 names the calling script in the message if it dies first.
+# $2 names the calling script in the message if it dies first; any further
+# arguments are valgrind options (e.g. --toggle-collect=fcallCommand).
 cg_redis_start() {
-  valgrind --tool=callgrind --callgrind-out-file="$OUT/redis.%p.cg" \
+  valgrind --tool=callgrind "${@:3}" --callgrind-out-file="$OUT/redis.%p.cg" \
     redis-server --port "$1" --bind 127.0.0.1 --save '' --appendonly no --dir "$OUT" \
     > "$OUT/redis.log" 2>&1 &
   CG_REDIS_PID=$!

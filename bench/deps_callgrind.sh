@@ -29,16 +29,8 @@ mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 # shellcheck source=bench/cg_redis.sh
 . "$here/cg_redis.sh"
-# (as cg_redis_start, with the collection toggled by FCALL)
-valgrind --tool=callgrind --toggle-collect=fcallCommand --callgrind-out-file="$OUT/redis.%p.cg" \
-  redis-server --port "$CG_PORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$OUT" \
-  > "$OUT/redis.log" 2>&1 &
-CG_REDIS_PID=$!
-trap cg_redis_stop EXIT
-until redis-cli -p "$CG_PORT" ping > /dev/null 2>&1; do
-  kill -0 "$CG_REDIS_PID" 2> /dev/null || { echo "deps_callgrind.sh: redis-server died: $OUT/redis.log" >&2; exit 1; }
-  sleep 0.2
-done
+# (the collection toggled by FCALL)
+cg_redis_start "$CG_PORT" deps_callgrind.sh --toggle-collect=fcallCommand
 export REDIS_URL=redis://127.0.0.1:$CG_PORT
 run=0
 for spec in "$@"; do

@@ -24,9 +24,8 @@ J.u, J.dp, J.dt = dedup, deps, dependents
 expect_types({J.u, 'zset', J.dp, 'hash', dependents, 'hash', J.d, 'hash', J.s, 'hash', J.o, 'hash',
               J.r, 'hash', J.e, 'hash', J.f, 'hash', J.n, 'hash', J.a, 'hash', J.x, 'hash', J.i, 'zset'})
 local n = 0
-for i = 1, #over, 2 do
-  local before = redis.call('ZCARD', over[i])
+for i = 1, #over, 2 do -- (a set's count before its trim: cap + extra, read above)
   trim_oldest(J, over[i], over[i + 1])
-  n = n + before - redis.call('ZCARD', over[i])
+  n = n + cap + over[i + 1] - redis.call('ZCARD', over[i])
 end
 return n

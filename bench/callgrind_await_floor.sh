@@ -15,7 +15,9 @@
 #   a  the issue's floor list, minimal keys and arguments. Enqueue: LPOP idle
 #      (take an idle slot: one entry per free slot, the worker's push channel),
 #      HSET payload, ZADD leases <deadline> "<id> <token>" (lease and fencing
-#      token in one entry), PUBLISH the push "<id> <token> <channel>\n<payload>".
+#      token in one entry), PUBLISH the push "<id> <token> <channel>\n<payload>"
+#      (from 2 KiB the payload as a message of its own after the head, as
+#      rjq's push format 8: one PUBLISH more, no copy of it made in Lua).
 #      The id is made by the client and the deadline by its clock.
 #      Completion: ZREM leases "<id> <token>" (the fencing check and the
 #      release in one), HSET result, PUBLISH the outcome, RPUSH idle (the slot
@@ -53,6 +55,14 @@
 # peers' bee-queue case (callgrind/seq_beequeue.js) runs on the same server
 # at each payload too.
 #
+#   b-time, b-probe, b-seq, b-state, b-ret, b-check: b less one of its
+#      additions (the clock by TIME; the EXISTS probes; the id by the
+#      counter, else the token is the id; the state record; the retention
+#      count and index entry; redis.pcall with each reply checked, else
+#      redis.call): b minus each prices that addition.
+#   b-none: all six left out: a's 4 + 4 commands with b's code, keys and
+#      arguments (b-none minus a: b's shape alone).
+#
 # Usage: bench/callgrind_await_floor.sh [tier ...]   (default: a b c; "bee" for bee-queue)
 # Environment: N (2000), WARM (50), PREFILL (1000), SIZES ("18 1024 16384"), CG_PORT (17581),
 #              OUT (mktemp), PEERS (the bee-queue rows; none without it)
@@ -82,6 +92,15 @@ local function now_text() -- (ms, as text, from the server's clock: rjq's now_te
   return t[1] .. string.sub(string.format('%06d', t[2]), 1, 3)
 end
 local function bad(r) return type(r) == 'table' and r.err end
+-- The push: "<head>\n<payload>" in one message; from 2 KiB the payload
+-- as a message of its own after the head (as rjq's push format 8: no
+-- copy of a large payload made in Lua). Returns the first PUBLISH's reply.
+local function push(w, head, payload)
+  if #payload < 2048 then return redis.call('PUBLISH', w, head .. '\n' .. payload) end
+  local n = redis.call('PUBLISH', w, head)
+  if n ~= 0 then redis.call('PUBLISH', w, payload) end
+  return n
+end
 
 -- a: the issue's list. KEYS idle, payloads, leases; ARGV id, token,
 -- deadline, reply channel, payload
@@ -91,7 +110,7 @@ redis.register_function('enq_a', function(KEYS, ARGV)
   if not w then return 0 end -- (no idle slot: the job would go to ready; not this bench's path)
   redis.call('HSET', KEYS[2], id, ARGV[5])
   redis.call('ZADD', KEYS[3], ARGV[3], id .. ' ' .. tok)
-  redis.call('PUBLISH', w, id .. ' ' .. tok .. ' ' .. ARGV[4] .. '\n' .. ARGV[5])
+  push(w, id .. ' ' .. tok .. ' ' .. ARGV[4], ARGV[5])
   return 1
 end)
 -- KEYS idle, leases, result; ARGV id, token, worker (its push channel),
@@ -107,72 +126,115 @@ end)
 
 -- b and c share these, from their own keys and arguments (positional:
 -- no table of keys, no closure per call; the undo runs only on a refusal).
-local function enq_undo(n, idle, payloads, stats, state, id, w)
-  if n >= 4 then redis.call('HDEL', state, id) end
-  if n >= 3 then redis.call('HDEL', payloads, id) end
-  if n >= 2 then redis.call('LPUSH', idle, w) end
-  redis.call('HINCRBY', stats, 'seq', -1)
+-- make_b(F) makes b's pair; F's flags (all true for b) leave out one of
+-- b's additions at a time, to price it: time (TIME: else a constant
+-- clock), probe (the EXISTS), seq (the id from the counter: else the
+-- token is the id), state (the state record), ret (the retention count
+-- and index entry), check (redis.pcall and each reply checked: else
+-- redis.call). They are upvalues: a test costs a few instructions.
+local function make_b(F)
+  local call -- (redis.pcall is not there while the library loads)
+  local function clock() if F.time then return now_text() end return '1764000000000' end
+  local function enq_undo(n, idle, payloads, stats, state, id, w)
+    if n >= 4 and F.state then redis.call('HDEL', state, id) end
+    if n >= 3 then redis.call('HDEL', payloads, id) end
+    if n >= 2 then redis.call('LPUSH', idle, w) end
+    if F.seq then redis.call('HINCRBY', stats, 'seq', -1) end
+  end
+  local function enqueue(idle, payloads, leases, stats, state, ready, prio, monitored, paused, ch, tok, payload, lease)
+    call = F.check and redis.pcall or redis.call
+    local now = clock()
+    if F.probe and redis.call('EXISTS', ready, prio, monitored, paused) ~= 0 then
+      return -1 -- (jobs waiting, a monitor, a pause: the general script's work; not this bench's path)
+    end
+    local id = tok
+    if F.seq then
+      id = call('HINCRBY', stats, 'seq', 1) -- (the first write: refused, nothing written)
+      if bad(id) then return id end
+    end
+    local w = call('LPOP', idle)
+    if bad(w) then enq_undo(1, idle, payloads, stats, state, id, w); return w end
+    if not w then return -1 end -- (no idle slot: to ready; not this bench's path)
+    local r = call('HSET', payloads, id, payload)
+    if bad(r) then enq_undo(2, idle, payloads, stats, state, id, w); return r end
+    local times = ' @' .. now .. ',' .. now .. ', ' .. ch
+    if F.state then
+      r = call('HSET', state, id, 'active 1 ' .. tok .. times)
+      if bad(r) then enq_undo(3, idle, payloads, stats, state, id, w); return r end
+    end
+    local deadline = string.format('%d', now + lease)
+    local member = id .. ' ' .. tok
+    r = call('ZADD', leases, deadline, member)
+    if bad(r) then enq_undo(4, idle, payloads, stats, state, id, w); return r end
+    if push(w, member .. ' ' .. deadline .. times, payload) == 0 and F.check then
+      redis.call('ZREM', leases, member) -- (heard by nobody: undone, the slot dropped)
+      enq_undo(4, idle, payloads, stats, state, id, w)
+      redis.call('LPOP', idle)
+      return -1
+    end
+    return id
+  end
+  local function cmp_undo(k, idle, leases, stats, completed, result, id, member, deadline)
+    if k >= 5 then redis.call('ZADD', leases, deadline, member) end
+    if k >= 4 then redis.call('RPOP', idle) end
+    if k >= 3 then redis.call('HDEL', result, id) end
+    if k >= 2 and F.ret then redis.call('RPOP', completed) end
+    if F.ret then redis.call('HINCRBY', stats, 'retained', -1) end
+  end
+  local function complete(idle, leases, stats, completed, result, state, monitored, deadlines, gjob,
+                          id, tok, times, ch, w, deadline, res)
+    call = F.check and redis.pcall or redis.call
+    local now = clock()
+    if F.probe and redis.call('EXISTS', monitored, deadlines, gjob) ~= 0 then
+      return -1 -- (the general completion's work; not this bench's path)
+    end
+    local member = id .. ' ' .. tok
+    local r
+    if F.ret then
+      r = call('HINCRBY', stats, 'retained', 1) -- (the first write)
+      if bad(r) then return r end
+      r = call('RPUSH', completed, now .. ' ' .. id)
+      if bad(r) then cmp_undo(1, idle, leases, stats, completed, result, id, member, deadline); return r end
+    end
+    r = call('HSETNX', result, id, res)
+    if bad(r) then cmp_undo(2, idle, leases, stats, completed, result, id, member, deadline); return r end
+    local wrote = r == 1 and 3 or 2
+    r = call('RPUSH', idle, w)
+    if bad(r) then cmp_undo(wrote, idle, leases, stats, completed, result, id, member, deadline); return r end
+    r = call('ZREM', leases, member) -- the fencing check and the release
+    if bad(r) or r == 0 then
+      if wrote == 3 then cmp_undo(4, idle, leases, stats, completed, result, id, member, deadline)
+      else redis.call('RPOP', idle); cmp_undo(2, idle, leases, stats, completed, result, id, member, deadline) end
+      return bad(r) and r or 0
+    end
+    if F.state then
+      r = call('HSET', state, id, 'completed 1 ' .. tok .. ' ' .. times .. now)
+      if bad(r) then cmp_undo(5, idle, leases, stats, completed, result, id, member, deadline); return r end
+    end
+    redis.call('PUBLISH', ch, 'completed ' .. id .. '\n' .. res)
+    return 1
+  end
+  return enqueue, complete
 end
-local function enqueue(idle, payloads, leases, stats, state, ready, prio, monitored, paused, ch, tok, payload, lease)
-  local now = now_text()
-  if redis.call('EXISTS', ready, prio, monitored, paused) ~= 0 then
-    return -1 -- (jobs waiting, a monitor, a pause: the general script's work; not this bench's path)
-  end
-  local id = redis.pcall('HINCRBY', stats, 'seq', 1) -- (the first write: refused, nothing written)
-  if bad(id) then return id end
-  local w = redis.pcall('LPOP', idle)
-  if bad(w) then enq_undo(1, idle, payloads, stats, state, id, w); return w end
-  if not w then return -1 end -- (no idle slot: to ready; not this bench's path)
-  local r = redis.pcall('HSET', payloads, id, payload)
-  if bad(r) then enq_undo(2, idle, payloads, stats, state, id, w); return r end
-  local times = ' @' .. now .. ',' .. now .. ', ' .. ch
-  r = redis.pcall('HSET', state, id, 'active 1 ' .. tok .. times)
-  if bad(r) then enq_undo(3, idle, payloads, stats, state, id, w); return r end
-  local deadline = string.format('%d', now + lease)
-  local member = id .. ' ' .. tok
-  r = redis.pcall('ZADD', leases, deadline, member)
-  if bad(r) then enq_undo(4, idle, payloads, stats, state, id, w); return r end
-  if redis.call('PUBLISH', w, member .. ' ' .. deadline .. times .. '\n' .. payload) == 0 then
-    redis.call('ZREM', leases, member) -- (heard by nobody: undone, the slot dropped)
-    enq_undo(4, idle, payloads, stats, state, id, w)
-    redis.call('LPOP', idle)
-    return -1
-  end
-  return id
-end
-local function cmp_undo(k, idle, leases, stats, completed, result, id, member, deadline)
-  if k >= 5 then redis.call('ZADD', leases, deadline, member) end
-  if k >= 4 then redis.call('RPOP', idle) end
-  if k >= 3 then redis.call('HDEL', result, id) end
-  if k >= 2 then redis.call('RPOP', completed) end
-  redis.call('HINCRBY', stats, 'retained', -1)
-end
-local function complete(idle, leases, stats, completed, result, state, monitored, deadlines, gjob,
-                        id, tok, times, ch, w, deadline, res)
-  local now = now_text()
-  if redis.call('EXISTS', monitored, deadlines, gjob) ~= 0 then
-    return -1 -- (the general completion's work; not this bench's path)
-  end
-  local member = id .. ' ' .. tok
-  local r = redis.pcall('HINCRBY', stats, 'retained', 1) -- (the first write)
-  if bad(r) then return r end
-  r = redis.pcall('RPUSH', completed, now .. ' ' .. id)
-  if bad(r) then cmp_undo(1, idle, leases, stats, completed, result, id, member, deadline); return r end
-  r = redis.pcall('HSETNX', result, id, res)
-  if bad(r) then cmp_undo(2, idle, leases, stats, completed, result, id, member, deadline); return r end
-  local wrote = r == 1 and 3 or 2
-  r = redis.pcall('RPUSH', idle, w)
-  if bad(r) then cmp_undo(wrote, idle, leases, stats, completed, result, id, member, deadline); return r end
-  r = redis.pcall('ZREM', leases, member) -- the fencing check and the release
-  if bad(r) or r == 0 then
-    if wrote == 3 then cmp_undo(4, idle, leases, stats, completed, result, id, member, deadline)
-    else redis.call('RPOP', idle); cmp_undo(2, idle, leases, stats, completed, result, id, member, deadline) end
-    return bad(r) and r or 0
-  end
-  r = redis.pcall('HSET', state, id, 'completed 1 ' .. tok .. ' ' .. times .. now)
-  if bad(r) then cmp_undo(5, idle, leases, stats, completed, result, id, member, deadline); return r end
-  redis.call('PUBLISH', ch, 'completed ' .. id .. '\n' .. res)
-  return 1
+
+local enqueue, complete = make_b({ time = true, probe = true, seq = true, state = true, ret = true, check = true })
+-- b less one of its additions: enq_b_<flag>, cmp_b_<flag>; _none: all six
+-- left out (a's commands with b's code, keys and arguments) (b's keys and arguments)
+local offs = { 'time', 'probe', 'seq', 'state', 'ret', 'check', 'none' }
+for i = 1, #offs do -- (ipairs is not there while the library loads)
+  local off = offs[i]
+  local F = { time = true, probe = true, seq = true, state = true, ret = true, check = true }
+  F[off] = false
+  if off == 'none' then F = {} end
+  local e, c = make_b(F)
+  redis.register_function('enq_b_' .. off, function(KEYS, ARGV)
+    return e(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9],
+             ARGV[1], ARGV[2], ARGV[3], ARGV[4])
+  end)
+  redis.register_function('cmp_b_' .. off, function(KEYS, ARGV)
+    return c(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9],
+             ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7])
+  end)
 end
 
 -- b: KEYS idle, payloads, leases, stats, state, ready, prio, monitored,
@@ -271,20 +333,23 @@ def job():
     if tier == 'a':
         r = P.call('FCALL', 'enq_a', 3, '{q}:idle', '{q}:payload', '{q}:active',
                    seq, tok, int(time.time() * 1000) + 30000, reply_ch, payload)
-    elif tier == 'b':
-        r = P.call('FCALL', 'enq_b', len(b_ek), *b_ek, reply_ch, tok, payload, 30000)
+    elif tier[0] == 'b':
+        r = P.call('FCALL', 'enq_' + tier.replace('-', '_'), len(b_ek), *b_ek, reply_ch, tok, payload, 30000)
     else:
         r = P.call('FCALL', 'enq_c', len(c_ek), *c_ek, '{q}:wake', reply_ch, tok, payload, 2)
-    assert isinstance(r, int) and r > 0, r
+    assert (isinstance(r, int) and r > 0) or r == tok.encode(), r
     m = WS.read()
     assert m[0] == b'message', m
-    head, body = m[2].split(b'\n', 1)
+    if b'\n' in m[2]:
+        head, body = m[2].split(b'\n', 1)
+    else: # (from 2 KiB the payload comes as a message of its own)
+        head, body = m[2], WS.read()[2]
     assert len(body) == size
     h = head.decode().split(' ')
     if tier == 'a':
         c = W.call('FCALL', 'cmp_a', 3, '{q}:idle', '{q}:active', '{q}:result', h[0], h[1], worker, h[2], '')
-    elif tier == 'b':
-        c = W.call('FCALL', 'cmp_b', len(b_ck), *b_ck, h[0], h[1], h[3], h[4], worker, h[2], '')
+    elif tier[0] == 'b':
+        c = W.call('FCALL', 'cmp_' + tier.replace('-', '_'), len(b_ck), *b_ck, h[0], h[1], h[3], h[4], worker, h[2], '')
     else:
         c = W.call('FCALL', 'cmp_c', len(c_ck), *c_ck, '{q}:job:', -1, 1000, worker, 1, 30000, 1, h[0],
                    '1 %s %s %s %s' % (h[1], h[2], h[3], h[4]), '')
@@ -316,7 +381,8 @@ cg_redis_start "$CG_PORT" callgrind_await_floor.sh
 pid=$CG_REDIS_PID
 # (a script call may take seconds of wall clock under callgrind on a loaded machine)
 redis-cli -p "$CG_PORT" config set busy-reply-threshold 600000 > /dev/null
-redis-cli -p "$CG_PORT" -x FUNCTION LOAD < "$OUT/afloor.lua" > /dev/null
+loaded=$(redis-cli -p "$CG_PORT" -x FUNCTION LOAD < "$OUT/afloor.lua")
+[ "$loaded" = rjqafloor ] || { echo "callgrind_await_floor.sh: FUNCTION LOAD: $loaded" >&2; exit 1; }
 
 t() { date +%s.%N; }
 # the idle server's rate (cron, valgrind's clock), subtracted
@@ -366,6 +432,6 @@ echo "|---|---:|---:|---:|---:|"
 for s in $SIZES; do
   for tr in "${tiers[@]}"; do
     read -r k c sc <<< "$(measure "$tr" "$s")"
-    printf "| %-4s | %5s | %8.1fk | %5.1f | %4.2f |\n" "$tr" "$s" "$k" "$c" "$sc"
+    printf "| %-7s | %5s | %8.1fk | %5.1f | %4.2f |\n" "$tr" "$s" "$k" "$c" "$sc"
   done
 done

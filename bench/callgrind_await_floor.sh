@@ -62,6 +62,12 @@
 #      redis.call): b minus each prices that addition.
 #   b-none: all six left out: a's 4 + 4 commands with b's code, keys and
 #      arguments (b-none minus a: b's shape alone).
+#   b-cuts: b with the cuts that keep every record: the producer makes the
+#      id (no HINCRBY seq), no retention count (RPUSH completed answers the
+#      index's length), no active state written by the enqueue (the lease
+#      entry's score less the lease is the start; the times travel with the
+#      job): 6 + 8 commands. b-cuts-time: and the clients' clock for the
+#      times and the deadline instead of TIME (5 + 7).
 #
 # Usage: bench/callgrind_await_floor.sh [tier ...]   (default: a b c; "bee" for bee-queue)
 # Environment: N (2000), WARM (50), PREFILL (1000), SIZES ("18 1024 16384"), CG_PORT (17581),
@@ -132,11 +138,16 @@ end)
 -- token is the id), state (the state record), ret (the retention count
 -- and index entry), check (redis.pcall and each reply checked: else
 -- redis.call). They are upvalues: a test costs a few instructions.
+-- Two more leave a command out and keep the record: nocount (no
+-- retention count: RPUSH completed answers the index's length) and
+-- noactive (no active state written by the enqueue: the lease entry's
+-- score less the lease is the start, and the times travel with the job;
+-- a format change for every reader of an active job's state).
 local function make_b(F)
   local call -- (redis.pcall is not there while the library loads)
   local function clock() if F.time then return now_text() end return '1764000000000' end
   local function enq_undo(n, idle, payloads, stats, state, id, w)
-    if n >= 4 and F.state then redis.call('HDEL', state, id) end
+    if n >= 4 and F.state and not F.noactive then redis.call('HDEL', state, id) end
     if n >= 3 then redis.call('HDEL', payloads, id) end
     if n >= 2 then redis.call('LPUSH', idle, w) end
     if F.seq then redis.call('HINCRBY', stats, 'seq', -1) end
@@ -159,7 +170,7 @@ local function make_b(F)
     local r = call('HSET', payloads, id, payload)
     if bad(r) then enq_undo(2, idle, payloads, stats, state, id, w); return r end
     local times = ' @' .. now .. ',' .. now .. ', ' .. ch
-    if F.state then
+    if F.state and not F.noactive then
       r = call('HSET', state, id, 'active 1 ' .. tok .. times)
       if bad(r) then enq_undo(3, idle, payloads, stats, state, id, w); return r end
     end
@@ -180,7 +191,7 @@ local function make_b(F)
     if k >= 4 then redis.call('RPOP', idle) end
     if k >= 3 then redis.call('HDEL', result, id) end
     if k >= 2 and F.ret then redis.call('RPOP', completed) end
-    if F.ret then redis.call('HINCRBY', stats, 'retained', -1) end
+    if F.ret and not F.nocount then redis.call('HINCRBY', stats, 'retained', -1) end
   end
   local function complete(idle, leases, stats, completed, result, state, monitored, deadlines, gjob,
                           id, tok, times, ch, w, deadline, res)
@@ -192,9 +203,11 @@ local function make_b(F)
     local member = id .. ' ' .. tok
     local r
     if F.ret then
-      r = call('HINCRBY', stats, 'retained', 1) -- (the first write)
-      if bad(r) then return r end
-      r = call('RPUSH', completed, now .. ' ' .. id)
+      if not F.nocount then
+        r = call('HINCRBY', stats, 'retained', 1) -- (the first write)
+        if bad(r) then return r end
+      end
+      r = call('RPUSH', completed, now .. ' ' .. id) -- (nocount: its reply, the index's length, is the count)
       if bad(r) then cmp_undo(1, idle, leases, stats, completed, result, id, member, deadline); return r end
     end
     r = call('HSETNX', result, id, res)
@@ -220,13 +233,19 @@ end
 
 local enqueue, complete = make_b({ time = true, probe = true, seq = true, state = true, ret = true, check = true })
 -- b less one of its additions: enq_b_<flag>, cmp_b_<flag>; _none: all six
--- left out (a's commands with b's code, keys and arguments) (b's keys and arguments)
-local offs = { 'time', 'probe', 'seq', 'state', 'ret', 'check', 'none' }
+-- left out (a's commands with b's code, keys and arguments); _cuts: b with
+-- the cuts that keep every record (the producer's id, nocount, noactive),
+-- _cuts_time: and the clients' clock instead of the server's (b's keys and
+-- arguments)
+local offs = { 'time', 'probe', 'seq', 'state', 'ret', 'check', 'none', 'cuts', 'cuts_time' }
 for i = 1, #offs do -- (ipairs is not there while the library loads)
   local off = offs[i]
   local F = { time = true, probe = true, seq = true, state = true, ret = true, check = true }
   F[off] = false
   if off == 'none' then F = {} end
+  if off == 'cuts' or off == 'cuts_time' then -- (the cuts that keep every record)
+    F = { time = off == 'cuts', probe = true, state = true, ret = true, check = true, nocount = true, noactive = true }
+  end
   local e, c = make_b(F)
   redis.register_function('enq_b_' .. off, function(KEYS, ARGV)
     return e(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9],

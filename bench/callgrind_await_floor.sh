@@ -41,6 +41,21 @@
 #   c  b with rjq's key and argument layout: enqueue_one's 11 keys and 5
 #      arguments, complete_one's 14 keys and 10 arguments (the times and
 #      channel packed in its "<attempt> <token>" argument, parsed back).
+#   b-time, b-probe, b-seq, b-state, b-ret, b-check: b less one of its
+#      additions (the clock by TIME; the EXISTS probes; the id by the
+#      counter, else the token is the id; the state record; the retention
+#      count and index entry; redis.pcall with each reply checked, else
+#      redis.call): b minus each prices that addition.
+#   b-none: all six left out: a's 4 + 4 commands with b's code, keys and
+#      arguments (b-none minus a: b's shape alone).
+#   b-cuts: b with the cuts that keep every record: the producer makes the
+#      id (no HINCRBY seq), no retention count (RPUSH completed answers the
+#      index's length), no active state written by the enqueue (the lease
+#      entry's score less the lease is the start; the times travel with the
+#      job): 6 + 8 commands. b-cuts-time: and the clients' clock for the
+#      times and the deadline instead of TIME (5 + 7; a constant stands in
+#      for them: passing a clock would add an argument, ~1k a call).
+#
 #
 # Each case: the payload, result and state columns filled with PREFILL
 # entries (1000: hashes past hash-max-listpack-entries, as a queue's
@@ -54,20 +69,6 @@
 # With PEERS (an npm-installed copy of ../shared/peers, never modified) the
 # peers' bee-queue case (callgrind/seq_beequeue.js) runs on the same server
 # at each payload too.
-#
-#   b-time, b-probe, b-seq, b-state, b-ret, b-check: b less one of its
-#      additions (the clock by TIME; the EXISTS probes; the id by the
-#      counter, else the token is the id; the state record; the retention
-#      count and index entry; redis.pcall with each reply checked, else
-#      redis.call): b minus each prices that addition.
-#   b-none: all six left out: a's 4 + 4 commands with b's code, keys and
-#      arguments (b-none minus a: b's shape alone).
-#   b-cuts: b with the cuts that keep every record: the producer makes the
-#      id (no HINCRBY seq), no retention count (RPUSH completed answers the
-#      index's length), no active state written by the enqueue (the lease
-#      entry's score less the lease is the start; the times travel with the
-#      job): 6 + 8 commands. b-cuts-time: and the clients' clock for the
-#      times and the deadline instead of TIME (5 + 7).
 #
 # Usage: bench/callgrind_await_floor.sh [tier ...]   (default: a b c; "bee" for bee-queue)
 # Environment: N (2000), WARM (50), PREFILL (1000), SIZES ("18 1024 16384"), CG_PORT (17581),

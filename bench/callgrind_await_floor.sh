@@ -56,7 +56,6 @@
 #      times and the deadline instead of TIME (5 + 7; a constant stands in
 #      for them: passing a clock would add an argument, ~1k a call).
 #
-#
 # Each case: the payload, result and state columns filled with PREFILL
 # entries (1000: hashes past hash-max-listpack-entries, as a queue's
 # columns are once a few hundred jobs are retained; with fewer, each HSET

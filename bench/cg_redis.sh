@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # Sourced by the bench scripts that measure redis-server under callgrind
-# (callgrind.sh, callgrind_floor.sh, callgrind_drain_floor.sh, callgrind_await_floor.sh, callgrind_deps_floor.sh,
+# (callgrind.sh, callgrind_floor.sh, callgrind_drain_floor.sh, callgrind_await_floor.sh,
+# callgrind_group_floor.sh, callgrind_deps_floor.sh,
 # callgrind_lean.sh, deps_callgrind.sh, deps_replay.sh, turnq_proto.sh): one place for
 # starting it, stopping it on exit and reading a dump's instructions.
 

@@ -592,6 +592,7 @@ end
 -- GROUPS.started(st, states) to count those that start (one HMGET of the
 -- states per claim, not two).
 local NONE = {} -- (no ids: read only)
+local ONE = {} -- (one id popped: ONE[1], read only until the next pop)
 function GROUPS.take(G, J, want, now, stats, has_prio, tok, deferred)
   local c = {}
   GROUPS.promote(G, J, now, stats, c)
@@ -662,6 +663,9 @@ function GROUPS.take(G, J, want, now, stats, has_prio, tok, deferred)
         -- (priorities within a group: only on a queue that has had group
         -- jobs of a priority other than 0, meta groups '2')
         if has_prio then got = take_ready(R .. g, P .. g, n)
+        elseif n == 1 then -- (one id, the drain's common turn: a bulk reply, no table made of it)
+          local id = redis.call('LPOP', R .. g)
+          if id then ONE[1] = id; got = ONE end
         else got = redis.call('LPOP', R .. g, num(n)) or NONE end -- (text: see next_turn)
       end
       for _, id in ipairs(got) do ids[#ids + 1] = id; by[#ids] = g end

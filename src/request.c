@@ -299,15 +299,25 @@ int rjq__script_parts(rjq_client *c, int script, int flags, rjq__reply_fn *fn, v
                                    nargs);
 }
 
+/* The request of a call of script with the nargs arguments at b->p + at
+ * (its slot: their first key's), its command not yet set. NULL: b ran out
+ * of memory, or the request did. */
+static rjq__req *script_req(rjq_client *c, int script, int flags, rjq__reply_fn *fn, void *priv,
+                            int nargs, const rjq__buf *b, size_t at) {
+    if (b->oom) return NULL;
+    rjq__req *r = rjq__req_new(c, flags, fn, priv, NULL, 0);
+    if (r == NULL) return NULL;
+    r->script = script;
+    r->nargs = nargs;
+    r->slot = args_slot(b->p + at, b->p + b->len);
+    return r;
+}
+
 int rjq__script_buf(rjq_client *c, int script, int flags, rjq__reply_fn *fn, void *priv,
                     int nargs, const rjq__buf *b) {
     if (!rjq__accepting(c)) return RJQ_ECLOSED;
-    if (b->oom) return RJQ_ENOMEM;
-    rjq__req *r = rjq__req_new(c, flags, fn, priv, NULL, 0);
+    rjq__req *r = script_req(c, script, flags, fn, priv, nargs, b, 0);
     if (r == NULL) return RJQ_ENOMEM;
-    r->script = script;
-    r->nargs = nargs;
-    r->slot = args_slot(b->p, b->p + b->len);
     if (rjq__script_set_head(c->cmd.fcall, r, b->p, b->len) != 0) {
         free(r);
         return RJQ_ENOMEM;
@@ -321,12 +331,8 @@ int rjq__script_take_at(rjq_client *c, int script, int flags, rjq__reply_fn *fn,
     if (!rjq__accepting(c)) return RJQ_ECLOSED;
     RJQ_ASSERT(b->oom || b->len >= at);
     rjq__buf_nul(b); /* (NUL-ended: see rjq__txn_build) */
-    if (b->oom) return RJQ_ENOMEM;
-    rjq__req *r = rjq__req_new(c, flags, fn, priv, NULL, 0);
+    rjq__req *r = script_req(c, script, flags, fn, priv, nargs, b, at);
     if (r == NULL) return RJQ_ENOMEM;
-    r->script = script;
-    r->nargs = nargs;
-    r->slot = args_slot(b->p + at, b->p + b->len);
     r->block = b->p;
     r->args_at = at;
     r->own_cmd = 1;

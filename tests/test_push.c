@@ -1279,6 +1279,22 @@ TEST(format2_awaited_job_handed_back_keeps_its_channel) {
     push_stop(&e);
 }
 
+/* An awaited job enqueued on queue q (e's handle) is refused with
+ * RJQ_EWRONGTYPE and nothing written: the counter, the state and the
+ * payload columns as they were. */
+static void awaited_enqueue_refused_writing_nothing(push_env *e, const char *q) {
+    long long seq = server_int(e->env.rc, "HGET t:{%s}:stats seq", q);
+    long long states = server_int(e->env.rc, "HLEN t:{%s}:state", q);
+    long long payloads = server_int(e->env.rc, "HLEN t:{%s}:payload", q);
+    count_wait w = {0};
+    ASSERT_OK(rjq_enqueue_await(e->env.q, "x", 1, NULL, NULL, on_outcome_status, &w, NULL));
+    WAIT_FOR(e->env.base, w.done >= 1, 5000);
+    ASSERT_EQ(RJQ_EWRONGTYPE, w.status);
+    ASSERT_EQ(seq, server_int(e->env.rc, "HGET t:{%s}:stats seq", q));
+    ASSERT_EQ(states, server_int(e->env.rc, "HLEN t:{%s}:state", q));
+    ASSERT_EQ(payloads, server_int(e->env.rc, "HLEN t:{%s}:payload", q));
+}
+
 /* The gate's read is a read before the first write: a wrongly typed meta
  * (written behind rjq's back after the client learnt format 2) refuses
  * the lean enqueue of an awaited job with nothing written (docs/scripts.md
@@ -1289,14 +1305,7 @@ TEST(format2_enqueue_on_wrongtype_meta_writes_nothing) {
     format2_start(&e, "fw", 1, &outcomes);
     freeReplyObject(server_cmd(e.env.rc, "DEL t:{fw}:meta"));
     freeReplyObject(server_cmd(e.env.rc, "SET t:{fw}:meta x"));
-    long long seq = server_int(e.env.rc, "HGET t:{fw}:stats seq");
-    long long states = server_int(e.env.rc, "HLEN t:{fw}:state");
-    count_wait w = {0};
-    ASSERT_OK(rjq_enqueue_await(e.env.q, "x", 1, NULL, NULL, on_outcome_status, &w, NULL));
-    WAIT_FOR(e.env.base, w.done >= 1, 5000);
-    ASSERT_EQ(RJQ_EWRONGTYPE, w.status);
-    ASSERT_EQ(seq, server_int(e.env.rc, "HGET t:{fw}:stats seq"));
-    ASSERT_EQ(states, server_int(e.env.rc, "HLEN t:{fw}:state"));
+    awaited_enqueue_refused_writing_nothing(&e, "fw");
     ASSERT_EQ(1, registration(e.env.rc, "fw", NULL, 0, NULL)); /* its slot not taken */
     ASSERT_EQ(1, e.h.handled);
     freeReplyObject(server_cmd(e.env.rc, "DEL t:{fw}:meta"));
@@ -1321,16 +1330,7 @@ TEST(format2_unheard_push_on_wrongtype_watchers_writes_nothing) {
                                "1 1 30000 8 2"));
     freeReplyObject(server_cmd(e.env.rc, "DEL t:{fuw}:watchers"));
     freeReplyObject(server_cmd(e.env.rc, "SET t:{fuw}:watchers x"));
-    long long seq = server_int(e.env.rc, "HGET t:{fuw}:stats seq");
-    long long states = server_int(e.env.rc, "HLEN t:{fuw}:state");
-    long long payloads = server_int(e.env.rc, "HLEN t:{fuw}:payload");
-    count_wait w = {0};
-    ASSERT_OK(rjq_enqueue_await(e.env.q, "x", 1, NULL, NULL, on_outcome_status, &w, NULL));
-    WAIT_FOR(e.env.base, w.done >= 1, 5000);
-    ASSERT_EQ(RJQ_EWRONGTYPE, w.status);
-    ASSERT_EQ(seq, server_int(e.env.rc, "HGET t:{fuw}:stats seq"));
-    ASSERT_EQ(states, server_int(e.env.rc, "HLEN t:{fuw}:state"));
-    ASSERT_EQ(payloads, server_int(e.env.rc, "HLEN t:{fuw}:payload"));
+    awaited_enqueue_refused_writing_nothing(&e, "fuw");
     ASSERT_EQ(0, server_active_jobs(e.env.rc, "fuw"));
     ASSERT_EQ(0, server_int(e.env.rc, "LLEN t:{fuw}:ready"));
     ASSERT_EQ(1, server_int(e.env.rc, "HEXISTS t:{fuw}:idle %s", "gone t:{fuw}:push:nobody"));

@@ -660,6 +660,25 @@ static void start_deaf_worker(test_env *e, const char *q, const char *name, int 
     *client = a;
 }
 
+/* The jobs of queue q whose push nobody heard, run by another worker
+ * (options wo, runs counted in rb): rb's runs reach want, each a first
+ * attempt, none on the deaf worker (ra), and told (NULL: not counted)
+ * reaches want too; the worker stops and its registration goes. */
+static void run_undone_elsewhere(test_env *e, const char *q, const rjq_worker_options *wo, runs *rb,
+                                 long want, const long *told, const runs *ra) {
+    rjq_worker *wb = NULL;
+    ASSERT_OK(rjq_worker_start(e->q, wo, on_run, rb, &wb));
+    ASSERT(loop_until_count(e->base, &rb->done, want, 5000));
+    if (told) ASSERT(loop_until_count(e->base, told, want, 5000));
+    ASSERT_EQ(want, rb->ran);
+    ASSERT_EQ(1, rb->attempt_max);
+    ASSERT_EQ(0, ra->ran);
+    int stopped = 0;
+    ASSERT_OK(rjq_worker_stop(wb, on_stopped, &stopped));
+    ASSERT(loop_until(e->base, &stopped, 20000));
+    ASSERT_EQ(0, server_int(e->rc, "HLEN t:{%s}:idle", q));
+}
+
 /* nsub36: the lean enqueue sends no PUBSUB NUMSUB; its push's own PUBLISH
  * reply (the subscribers it reached) proves the registered worker listens.
  * A worker's subscriber connection is killed (CLIENT KILL) and its client
@@ -717,17 +736,7 @@ TEST(push_heard_by_nobody_is_undone_and_the_job_runs_once_on_another_worker) {
 
         /* another worker runs it, once; its producer is told; the worker
          * stops (its registration goes) */
-        rjq_worker *wb = NULL;
-        ASSERT_OK(rjq_worker_start(e.q, &wo, on_run, &rb, &wb));
-        ASSERT(loop_until_count(e.base, &rb.done, k + 1, 5000));
-        ASSERT(loop_until_count(e.base, &told, k + 1, 5000));
-        ASSERT_EQ(k + 1, rb.ran);
-        ASSERT_EQ(1, rb.attempt_max);
-        ASSERT_EQ(0, ra.ran);
-        int stopped = 0;
-        ASSERT_OK(rjq_worker_stop(wb, on_stopped, &stopped));
-        ASSERT(loop_until(e.base, &stopped, 20000));
-        ASSERT_EQ(0, server_int(e.rc, "HLEN t:{unheard}:idle"));
+        run_undone_elsewhere(&e, "unheard", &wo, &rb, k + 1, &told, &ra);
     }
     ASSERT_EQ(0, server_active_jobs(e.rc, "unheard"));
     rjq_client_free(a);
@@ -816,16 +825,7 @@ TEST(general_push_heard_by_nobody_is_undone_for_batches_ids_and_priorities) {
         ASSERT_EQ(0, server_active_jobs(e.rc, "unheardg"));
 
         /* another worker runs them, once each; it stops (its registration goes) */
-        rjq_worker *wb = NULL;
-        ASSERT_OK(rjq_worker_start(e.q, &wob, on_run, &rb, &wb));
-        ASSERT(loop_until_count(e.base, &rb.done, want, 5000));
-        ASSERT_EQ(want, rb.ran);
-        ASSERT_EQ(1, rb.attempt_max);
-        ASSERT_EQ(0, ra.ran);
-        int stopped = 0;
-        ASSERT_OK(rjq_worker_stop(wb, on_stopped, &stopped));
-        ASSERT(loop_until(e.base, &stopped, 20000));
-        ASSERT_EQ(0, server_int(e.rc, "HLEN t:{unheardg}:idle"));
+        run_undone_elsewhere(&e, "unheardg", &wob, &rb, want, NULL, &ra);
     }
     ASSERT_EQ(0, server_active_jobs(e.rc, "unheardg"));
     rjq_client_free(a);

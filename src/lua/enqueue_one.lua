@@ -78,7 +78,7 @@ local now, stamp = now_text() -- (stamp: the text, made once from TIME's reply)
 -- Writes: the counter first (it checks its own type: refused, nothing
 -- was written); each later one checks its own type too and, refused,
 -- undoes the exact writes before it (w of them: lib.lua
--- enqueue_one_undo), as enqueue.lua's usual call does through undoable().
+-- enqueue_one_refuse), as enqueue.lua's usual call does through undoable().
 -- A write whose undo is not exact (its field was there: behind rjq's
 -- back) has the keys written after it checked by TYPE
 -- (enqueue_one_check; w is 0 from then on).
@@ -91,10 +91,7 @@ if rank_window_in(seq, seq) then -- (see "Order within a priority")
   renumber_prio(prio)
 end
 local x = redis.pcall('HSET', pcol, id, payload)
-if type(x) == 'table' then
-  if w > 0 then enqueue_one_undo(w, stats, seq, id, pcol, scol, lkey) end
-  lean_refuse(x, pcol, 'hash')
-end
+if type(x) == 'table' then enqueue_one_refuse(x, pcol, 'hash', w, stats, seq, id, pcol, scol, lkey) end
 if w > 0 then
   if x == 1 then w = 2 else w = enqueue_one_check(w, stats, seq, id, pcol, scol, lkey, wkey) end
 end
@@ -106,19 +103,13 @@ if wid then
 else
   x = redis.pcall('HSET', scol, id, 'ready 0 @' .. stamp .. ',,')
 end
-if type(x) == 'table' then
-  if w > 0 then enqueue_one_undo(w, stats, seq, id, pcol, scol, lkey) end
-  lean_refuse(x, scol, 'hash')
-end
+if type(x) == 'table' then enqueue_one_refuse(x, scol, 'hash', w, stats, seq, id, pcol, scol, lkey) end
 if w > 0 then
   if x == 1 then w = 3 else w = enqueue_one_check(w, stats, seq, id, pcol, scol, lkey, wkey) end
 end
 if wid then
   x = redis.pcall('ZADD', active, '+inf', ACTIVE_PIN, deadline, id)
-  if type(x) == 'table' then
-    if w > 0 then enqueue_one_undo(w, stats, seq, id, pcol, scol, lkey) end
-    lean_refuse(x, active, 'zset')
-  end
+  if type(x) == 'table' then enqueue_one_refuse(x, active, 'zset', w, stats, seq, id, pcol, scol, lkey) end
   if w > 0 then
     if x == 1 or x == 2 then w = 4 else w = enqueue_one_check(w, stats, seq, id, pcol, scol, lkey, wkey) end
   end
@@ -126,10 +117,7 @@ end
 local zr = wid and x -- (the lease's ZADD reply: its undo)
 if wkey then -- (last: not undone)
   x = redis.pcall('HSET', wcol, id, ch, WATCHERS_PIN, '')
-  if type(x) == 'table' then
-    if w > 0 then enqueue_one_undo(w, stats, seq, id, pcol, scol, lkey, zr) end
-    lean_refuse(x, wcol, 'hash')
-  end
+  if type(x) == 'table' then enqueue_one_refuse(x, wcol, 'hash', w, stats, seq, id, pcol, scol, lkey, zr) end
 end
 local emit = monitor(monitored, events, now, monitored_on)
 if emit ~= UNMONITORED then emit('enqueued', id) end
@@ -170,10 +158,7 @@ if wid then
   -- ready job's state holds none).
   if inst then
     x = redis.pcall('HSET', wcol, id, ch, WATCHERS_PIN, '')
-    if type(x) == 'table' then
-      if w > 0 then enqueue_one_undo(w, stats, seq, id, pcol, scol, lkey, zr) end
-      lean_refuse(x, wcol, 'hash')
-    end
+    if type(x) == 'table' then enqueue_one_refuse(x, wcol, 'hash', w, stats, seq, id, pcol, scol, lkey, zr) end
   end
   redis.call('ZREM', active, id)
   redis.call('HSET', scol, id, 'ready 0 @' .. stamp .. ',,')

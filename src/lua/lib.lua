@@ -1568,6 +1568,15 @@ local function enqueue_one_undo(w, stats, seq, id, pcol, scol, active, zr)
   if seq == 1 then redis.call('HDEL', stats, 'seq') else redis.call('HINCRBY', stats, 'seq', -1) end
 end
 
+-- enqueue_one.lua's write refused (x: its redis.pcall error reply) on
+-- key, which rjq expects to hold want: its first w exact writes undone
+-- (enqueue_one_undo; w 0: none), then refused as lean_refuse refuses it.
+-- (The caller tests x first: nothing is called while writes succeed.)
+local function enqueue_one_refuse(x, key, want, w, stats, seq, id, pcol, scol, active, zr)
+  if w > 0 then enqueue_one_undo(w, stats, seq, id, pcol, scol, active, zr) end
+  lean_refuse(x, key, want)
+end
+
 -- enqueue_one.lua, when a write's undo is not exact (its field was there:
 -- behind rjq's back) or before a renumbering: the keys it writes after
 -- the counter checked by TYPE (active and wcol: false when not written),

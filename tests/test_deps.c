@@ -967,6 +967,92 @@ TEST(same_queue_dependent_with_its_own_delay_is_delayed_by_it) {
     env_stop(&e);
 }
 
+/* The one-dependent release in the completion's own call (DEPS.release_ones
+ * in lib.lua): jobs a, k, m completed in one call, each with dependents of
+ * their queue: b waits for a alone (policy fail), c for k alone (policy
+ * run, priority 5), d for m and x (two lines: the general path,
+ * DEPS.finished). b goes to ready, c to the prio set, each once, their
+ * states ready and their lists unwritten; d is counted (its line of m
+ * completed) and still waits for x; every entry goes, nothing is indexed
+ * for the sweep. Sent again (its reply lost): nothing released twice. */
+TEST(one_dependent_of_the_queue_is_released_in_the_completions_call_once_with_its_priority) {
+    test_env e;
+    env_start(&e, "so");
+    plant_active(e.rc, "so", "a");
+    plant_active(e.rc, "so", "k");
+    plant_active(e.rc, "so", "m");
+    enqueue_x_ok(e.base, e.q, "x", 3600000, 0);
+    rjq_dep on_a = {"so", "a"}, on_k = {"so", "k"}, m_x[2] = {{"so", "m"}, {"so", "x"}};
+    ASSERT_OK(enqueue_after(&e, e.q, "b", &on_a, 1, RJQ_AFTER_FAIL).status);
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+    o.id = "c";
+    o.after = &on_k;
+    o.n_after = 1;
+    o.after_policy = RJQ_AFTER_RUN;
+    o.priority = 5;
+    ASSERT_OK(enqueue_job(e.base, e.q, "p", &o).status);
+    ASSERT_OK(enqueue_after(&e, e.q, "d", m_x, 2, RJQ_AFTER_FAIL).status);
+    ASSERT_EQ(3, server_int(e.rc, "ZCARD t:{so}:waiting"));
+    const char *three[] = {"a", "k", "m"};
+    redisReply *r = complete_fcall(e.rc, "so", three, 3);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 3);
+    for (size_t i = 0; i < 3; i++) ASSERT_EQ(1, r->element[i]->integer);
+    freeReplyObject(r);
+    ASSERT_STREQ("ready", get_info(e.base, e.q, "b").state);
+    ASSERT_STREQ("ready", get_info(e.base, e.q, "c").state);
+    ASSERT_STREQ("waiting", get_info(e.base, e.q, "d").state);
+    ASSERT_EQ(1, server_int(e.rc, "LLEN t:{so}:ready"));          /* b */
+    ASSERT_EQ(0, server_int(e.rc, "LPOS t:{so}:ready b"));
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{so}:prio"));           /* c, by its priority */
+    ASSERT_EQ(0, server_int(e.rc, "ZRANK t:{so}:prio c"));
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{so}:waiting"));        /* d */
+    ASSERT(deps_line(e.rc, "so", "b", "fail 0 0\nw so a"));        /* (not rewritten) */
+    ASSERT(deps_line(e.rc, "so", "c", "run 0 5\nw so k"));
+    ASSERT(deps_line(e.rc, "so", "d", "\nc so m\nw so x"));        /* counted */
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{so}:dependents a"));
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{so}:dependents k"));
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{so}:dependents m"));
+    ASSERT_EQ(1, server_int(e.rc, "HLEN t:{so}:dependents"));      /* x's (d) */
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{so}:depsfin"));
+    r = complete_fcall(e.rc, "so", three, 3);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 3);
+    for (size_t i = 0; i < 3; i++) ASSERT_EQ(1, r->element[i]->integer);
+    freeReplyObject(r);
+    ASSERT_EQ(1, server_int(e.rc, "LLEN t:{so}:ready"));
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{so}:prio"));
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{so}:waiting"));
+    env_stop(&e);
+}
+
+/* The one-dependent release with a key it writes wrongly typed (the
+ * waiting set a string, written behind rjq's back): the completion still
+ * completes and writes nothing of the release (the dependent's state and
+ * list as they were, the entry left whole for the client's deps_release,
+ * which refuses it; the job indexed for the sweep). */
+TEST(one_dependent_release_with_a_wrongly_typed_waiting_set_writes_nothing_of_it) {
+    test_env e;
+    env_start(&e, "sx");
+    b_after_active_a(&e, "sx");
+    freeReplyObject(server_cmd(e.rc, "DEL t:{sx}:waiting"));
+    freeReplyObject(server_cmd(e.rc, "SET t:{sx}:waiting x"));
+    const char *one[] = {"a"};
+    redisReply *r = complete_fcall(e.rc, "sx", one, 1);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 3);
+    ASSERT_EQ(3, r->element[0]->integer);
+    ASSERT_STREQ("a", r->element[1]->str);
+    ASSERT_STREQ("sx b", r->element[2]->str);
+    freeReplyObject(r);
+    ASSERT_STREQ("completed", get_info(e.base, e.q, "a").state);
+    redisReply *s = server_cmd(e.rc, "HGET t:{sx}:state b");
+    ASSERT(s->type == REDIS_REPLY_STRING && strncmp(s->str, "waiting 0 @", 11) == 0);
+    freeReplyObject(s);
+    ASSERT(deps_line(e.rc, "sx", "b", "fail 0 0\nw sx a"));
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{sx}:ready t:{sx}:prio t:{sx}:delayed"));
+    ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{sx}:dependents a"));
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{sx}:depsfin"));
+    env_stop(&e);
+}
+
 /* A chain within one queue, run by a worker: each job runs once, in order,
  * released by its dependency's completion (nothing left for the sweep). */
 TEST(same_queue_chain_runs_in_order_released_by_the_completions) {

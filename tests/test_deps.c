@@ -1053,6 +1053,59 @@ TEST(one_dependent_release_with_a_wrongly_typed_waiting_set_writes_nothing_of_it
     env_stop(&e);
 }
 
+/* The registrations with dependencies of the job's own queue, done in
+ * deps_add.lua's own loop (no DEPS.register call), of several jobs in one
+ * call: two dependents of one pending job and one listing it twice are
+ * appended to its entry once each, after the line it had (a dependent of
+ * another queue); a dependency enqueued in the same call reads waiting
+ * and records its dependent; a finished dependency leaves its dependent's
+ * existed 0 (the client counts it), as does a missing one, whose stale
+ * entry goes; a job with one finished and one pending dependency is
+ * recorded with the pending one and answered 0. Sent again: every job
+ * existed, no entry changes. */
+TEST(registrations_of_the_same_queue_in_deps_adds_loop_record_each_dependent_once) {
+    test_env e;
+    env_start(&e, "rg");
+    enqueue_x_ok(e.base, e.q, "a", 3600000, 0);
+    enqueue_x_ok(e.base, e.q, "done", 0, 0);
+    freeReplyObject(server_cmd(e.rc, "HSET t:{rg}:state done %s", "completed 1 tok @1,2,3"));
+    freeReplyObject(server_cmd(e.rc, "HSET t:{rg}:dependents a %s", "rg2 z"));
+    freeReplyObject(server_cmd(e.rc, "HSET t:{rg}:dependents gone %s", "rg old"));
+    const char *args[] = {"t:{rg}:job:",
+                          "b", "p", "", "fail", "1", "rg", "a",
+                          "c", "p", "", "run", "1", "rg", "a",
+                          "d", "p", "", "fail", "1", "rg", "done",
+                          "f", "p", "", "fail", "1", "rg", "gone",
+                          "g", "p", "", "fail", "1", "rg", "b",
+                          "h", "p", "", "fail", "2", "rg", "a", "rg", "done",
+                          "k", "p", "", "fail", "2", "rg", "a", "rg", "a"};
+    size_t n = sizeof args / sizeof args[0];
+    const char *ids[] = {"b", "c", "d", "f", "g", "h", "k"};
+    const long long want[] = {2, 2, 0, 0, 2, 0, 2};
+    for (int round = 0; round < 2; round++) {
+        redisReply *r = server_fcall(e.rc, RJQ__S_DEPS_ADD, "rg", args, n);
+        ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 14);
+        for (size_t i = 0; i < 7; i++) {
+            ASSERT_STREQ(ids[i], r->element[2 * i]->str);
+            ASSERT_EQ(round == 0 ? want[i] : 1, r->element[2 * i + 1]->integer);
+        }
+        freeReplyObject(r);
+        redisReply *a = server_cmd(e.rc, "HGET t:{rg}:dependents a");
+        ASSERT(a->type == REDIS_REPLY_STRING);
+        ASSERT_STREQ("rg2 z\nrg b\nrg c\nrg h\nrg k", a->str);
+        freeReplyObject(a);
+        redisReply *b = server_cmd(e.rc, "HGET t:{rg}:dependents b");
+        ASSERT(b->type == REDIS_REPLY_STRING);
+        ASSERT_STREQ("rg g", b->str);
+        freeReplyObject(b);
+        ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{rg}:dependents done"));
+        ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{rg}:dependents gone"));
+        ASSERT_EQ(2, server_int(e.rc, "HLEN t:{rg}:dependents"));
+        ASSERT_EQ(7, server_int(e.rc, "ZCARD t:{rg}:waiting"));
+    }
+    env_stop(&e);
+}
+
 /* A chain within one queue, run by a worker: each job runs once, in order,
  * released by its dependency's completion (nothing left for the sweep). */
 TEST(same_queue_chain_runs_in_order_released_by_the_completions) {

@@ -617,7 +617,8 @@ TEST(retention_sweep_sends_no_deps_hdel_on_a_queue_without_dependencies) {
 
 /* ---- dependents of the same queue: counted by their dependency's own
  * finishing script (complete.lua, fail.lua: DEPS.finished in lib.lua) and
- * registered by their own enqueue (deps_add.lua: DEPS.register). */
+ * registered by their own enqueue (deps_add.lua, in its own loop as
+ * DEPS.register does it). */
 
 /* complete.lua as the client calls it: planted active jobs ids (n of them,
  * token "tok") of queue q completed in one call, no offers. */

@@ -1114,9 +1114,11 @@ end
 -- bench/README.md "Dependencies"): deps_release.lua's and deps_watch.lua's
 -- work as functions, so a script of the dependents' own queue does it in
 -- the same call: complete.lua and fail.lua release the dependents of the
--- jobs they finish that wait in their queue (DEPS.finished), deps_add.lua
--- registers a job with its dependencies of its queue (DEPS.register); the
--- client carries only the steps to other queues.
+-- jobs they finish that wait in their queue (DEPS.finished; complete.lua
+-- a job's one dependent waiting for it alone with DEPS.release_ones),
+-- deps_add.lua registers a job with its dependencies of its queue (as
+-- DEPS.register does, in its own loop); the client carries only the steps
+-- to other queues.
 local DEPS = {}
 DEPS.MARKS = {completed = 'c', dead = 'd', cancelled = 'x', missing = 'm'}
 
@@ -1332,7 +1334,8 @@ end
 -- read: notify). Idempotent: a dependent registered twice is recorded
 -- once. Returns per registration the outcome so far: 'waiting'
 -- (registered), 'completed', 'dead', 'cancelled', or 'missing' (no such
--- job).
+-- job). (deps_add.lua does the same in its own loop, deprel2: a change
+-- here goes there too.)
 function DEPS.register(J, dependents, regs)
   local ids = {}
   for i = 1, #regs, 3 do ids[#ids + 1] = regs[i] end

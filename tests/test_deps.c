@@ -617,7 +617,8 @@ TEST(retention_sweep_sends_no_deps_hdel_on_a_queue_without_dependencies) {
 
 /* ---- dependents of the same queue: counted by their dependency's own
  * finishing script (complete.lua, fail.lua: DEPS.finished in lib.lua) and
- * registered by their own enqueue (deps_add.lua: DEPS.register). */
+ * registered by their own enqueue (deps_add.lua, in its own loop as
+ * DEPS.register does it). */
 
 /* complete.lua as the client calls it: planted active jobs ids (n of them,
  * token "tok") of queue q completed in one call, no offers. */
@@ -964,6 +965,145 @@ TEST(same_queue_dependent_with_its_own_delay_is_delayed_by_it) {
     long long now = atoll(t->element[0]->str) * 1000;
     freeReplyObject(t);
     ASSERT(server_int(e.rc, "ZSCORE t:{sd}:delayed b") >= now + 3500000);
+    env_stop(&e);
+}
+
+/* The one-dependent release in the completion's own call (DEPS.release_ones
+ * in lib.lua): jobs a, k, m completed in one call, each with dependents of
+ * their queue: b waits for a alone (policy fail), c for k alone (policy
+ * run, priority 5), d for m and x (two lines: the general path,
+ * DEPS.finished). b goes to ready, c to the prio set, each once, their
+ * states ready and their lists unwritten; d is counted (its line of m
+ * completed) and still waits for x; every entry goes, nothing is indexed
+ * for the sweep. Sent again (its reply lost): nothing released twice. */
+TEST(one_dependent_of_the_queue_is_released_in_the_completions_call_once_with_its_priority) {
+    test_env e;
+    env_start(&e, "so");
+    plant_active(e.rc, "so", "a");
+    plant_active(e.rc, "so", "k");
+    plant_active(e.rc, "so", "m");
+    enqueue_x_ok(e.base, e.q, "x", 3600000, 0);
+    rjq_dep on_a = {"so", "a"}, on_k = {"so", "k"}, m_x[2] = {{"so", "m"}, {"so", "x"}};
+    ASSERT_OK(enqueue_after(&e, e.q, "b", &on_a, 1, RJQ_AFTER_FAIL).status);
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+    o.id = "c";
+    o.after = &on_k;
+    o.n_after = 1;
+    o.after_policy = RJQ_AFTER_RUN;
+    o.priority = 5;
+    ASSERT_OK(enqueue_job(e.base, e.q, "p", &o).status);
+    ASSERT_OK(enqueue_after(&e, e.q, "d", m_x, 2, RJQ_AFTER_FAIL).status);
+    ASSERT_EQ(3, server_int(e.rc, "ZCARD t:{so}:waiting"));
+    const char *three[] = {"a", "k", "m"};
+    redisReply *r = complete_fcall(e.rc, "so", three, 3);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 3);
+    for (size_t i = 0; i < 3; i++) ASSERT_EQ(1, r->element[i]->integer);
+    freeReplyObject(r);
+    ASSERT_STREQ("ready", get_info(e.base, e.q, "b").state);
+    ASSERT_STREQ("ready", get_info(e.base, e.q, "c").state);
+    ASSERT_STREQ("waiting", get_info(e.base, e.q, "d").state);
+    ASSERT_EQ(1, server_int(e.rc, "LLEN t:{so}:ready"));          /* b */
+    ASSERT_EQ(0, server_int(e.rc, "LPOS t:{so}:ready b"));
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{so}:prio"));           /* c, by its priority */
+    ASSERT_EQ(0, server_int(e.rc, "ZRANK t:{so}:prio c"));
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{so}:waiting"));        /* d */
+    ASSERT(deps_line(e.rc, "so", "b", "fail 0 0\nw so a"));        /* (not rewritten) */
+    ASSERT(deps_line(e.rc, "so", "c", "run 0 5\nw so k"));
+    ASSERT(deps_line(e.rc, "so", "d", "\nc so m\nw so x"));        /* counted */
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{so}:dependents a"));
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{so}:dependents k"));
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{so}:dependents m"));
+    ASSERT_EQ(1, server_int(e.rc, "HLEN t:{so}:dependents"));      /* x's (d) */
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{so}:depsfin"));
+    r = complete_fcall(e.rc, "so", three, 3);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 3);
+    for (size_t i = 0; i < 3; i++) ASSERT_EQ(1, r->element[i]->integer);
+    freeReplyObject(r);
+    ASSERT_EQ(1, server_int(e.rc, "LLEN t:{so}:ready"));
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{so}:prio"));
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{so}:waiting"));
+    env_stop(&e);
+}
+
+/* The one-dependent release with a key it writes wrongly typed (the
+ * waiting set a string, written behind rjq's back): the completion still
+ * completes and writes nothing of the release (the dependent's state and
+ * list as they were, the entry left whole for the client's deps_release,
+ * which refuses it; the job indexed for the sweep). */
+TEST(one_dependent_release_with_a_wrongly_typed_waiting_set_writes_nothing_of_it) {
+    test_env e;
+    env_start(&e, "sx");
+    b_after_active_a(&e, "sx");
+    freeReplyObject(server_cmd(e.rc, "DEL t:{sx}:waiting"));
+    freeReplyObject(server_cmd(e.rc, "SET t:{sx}:waiting x"));
+    const char *one[] = {"a"};
+    redisReply *r = complete_fcall(e.rc, "sx", one, 1);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 3);
+    ASSERT_EQ(3, r->element[0]->integer);
+    ASSERT_STREQ("a", r->element[1]->str);
+    ASSERT_STREQ("sx b", r->element[2]->str);
+    freeReplyObject(r);
+    ASSERT_STREQ("completed", get_info(e.base, e.q, "a").state);
+    redisReply *s = server_cmd(e.rc, "HGET t:{sx}:state b");
+    ASSERT(s->type == REDIS_REPLY_STRING && strncmp(s->str, "waiting 0 @", 11) == 0);
+    freeReplyObject(s);
+    ASSERT(deps_line(e.rc, "sx", "b", "fail 0 0\nw sx a"));
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{sx}:ready t:{sx}:prio t:{sx}:delayed"));
+    ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{sx}:dependents a"));
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{sx}:depsfin"));
+    env_stop(&e);
+}
+
+/* The registrations with dependencies of the job's own queue, done in
+ * deps_add.lua's own loop (no DEPS.register call), of several jobs in one
+ * call: two dependents of one pending job and one listing it twice are
+ * appended to its entry once each, after the line it had (a dependent of
+ * another queue); a dependency enqueued in the same call reads waiting
+ * and records its dependent; a finished dependency leaves its dependent's
+ * existed 0 (the client counts it), as does a missing one, whose stale
+ * entry goes; a job with one finished and one pending dependency is
+ * recorded with the pending one and answered 0. Sent again: every job
+ * existed, no entry changes. */
+TEST(registrations_of_the_same_queue_in_deps_adds_loop_record_each_dependent_once) {
+    test_env e;
+    env_start(&e, "rg");
+    enqueue_x_ok(e.base, e.q, "a", 3600000, 0);
+    enqueue_x_ok(e.base, e.q, "done", 0, 0);
+    freeReplyObject(server_cmd(e.rc, "HSET t:{rg}:state done %s", "completed 1 tok @1,2,3"));
+    freeReplyObject(server_cmd(e.rc, "HSET t:{rg}:dependents a %s", "rg2 z"));
+    freeReplyObject(server_cmd(e.rc, "HSET t:{rg}:dependents gone %s", "rg old"));
+    const char *args[] = {"t:{rg}:job:",
+                          "b", "p", "", "fail", "1", "rg", "a",
+                          "c", "p", "", "run", "1", "rg", "a",
+                          "d", "p", "", "fail", "1", "rg", "done",
+                          "f", "p", "", "fail", "1", "rg", "gone",
+                          "g", "p", "", "fail", "1", "rg", "b",
+                          "h", "p", "", "fail", "2", "rg", "a", "rg", "done",
+                          "k", "p", "", "fail", "2", "rg", "a", "rg", "a"};
+    size_t n = sizeof args / sizeof args[0];
+    const char *ids[] = {"b", "c", "d", "f", "g", "h", "k"};
+    const long long want[] = {2, 2, 0, 0, 2, 0, 2};
+    for (int round = 0; round < 2; round++) {
+        redisReply *r = server_fcall(e.rc, RJQ__S_DEPS_ADD, "rg", args, n);
+        ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 14);
+        for (size_t i = 0; i < 7; i++) {
+            ASSERT_STREQ(ids[i], r->element[2 * i]->str);
+            ASSERT_EQ(round == 0 ? want[i] : 1, r->element[2 * i + 1]->integer);
+        }
+        freeReplyObject(r);
+        redisReply *a = server_cmd(e.rc, "HGET t:{rg}:dependents a");
+        ASSERT(a->type == REDIS_REPLY_STRING);
+        ASSERT_STREQ("rg2 z\nrg b\nrg c\nrg h\nrg k", a->str);
+        freeReplyObject(a);
+        redisReply *b = server_cmd(e.rc, "HGET t:{rg}:dependents b");
+        ASSERT(b->type == REDIS_REPLY_STRING);
+        ASSERT_STREQ("rg g", b->str);
+        freeReplyObject(b);
+        ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{rg}:dependents done"));
+        ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{rg}:dependents gone"));
+        ASSERT_EQ(2, server_int(e.rc, "HLEN t:{rg}:dependents"));
+        ASSERT_EQ(7, server_int(e.rc, "ZCARD t:{rg}:waiting"));
+    }
     env_stop(&e);
 }
 

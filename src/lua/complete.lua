@@ -35,7 +35,9 @@
 -- then claims); then per job of code 3, in job order, its id and its
 -- dependents entry ("<queue> <id>" lines, deps_watch.lua), which the
 -- client releases (deps.c: no deps_due.lua call). Dependents waiting in
--- this queue are released by this call (DEPS.finished in lib.lua).
+-- this queue are released by this call: a job's one dependent waiting for
+-- it alone before the loop over the jobs done (DEPS.release_ones in
+-- lib.lua), the others after it (DEPS.finished).
 local prefix, retention, cap, offers = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local OFFERS = 6 -- ARGV index of the first offer
 local FORGET = OFFERS + 4 * offers -- of the first token to forget
@@ -231,6 +233,7 @@ for i, id in ipairs(ids) do
 end
 
 local with_deps = false -- the ids of jobs of code 3, listed after the offers
+local DQ = nil -- the keys of this queue's releases (DEPS.finished), made once
 local lists = nil -- their dependents entries, when read here (ent below)
 local kept, sweep = 0, false -- ids in the retention index after this call; sweep due?
 if #gone > 0 then
@@ -257,6 +260,13 @@ if #gone > 0 then
   -- (the loop runs only when there is something to tell: dependents,
   -- watchers or a monitor; a drain's jobs have none: ~25 steps a call)
   local ent = has_dependents and try_all('HMGET', dependents, gone)
+  -- (a job's one dependent waiting in this queue for it alone is released
+  -- here, its entry then false: no DEPS.finished for it, lib.lua)
+  if ent then
+    DQ = {ready = ready, prio = prio, delayed = delayed, stats = stats, waiting = waiting, deps = deps,
+          dependents = dependents, depsfin = depsfin, wake = wake, emit = emit}
+    DEPS.release_ones(J, DQ, gone, ent)
+  end
   local told = {}
   lists = ent and {} or nil
   with_deps = {}
@@ -302,9 +312,9 @@ end
 -- code 3, with the entry left (indexed for the sweep in depsfin until
 -- their releases went through: deps_done.lua), the others of code 1.
 if with_deps and #with_deps > 0 then
-  local left = DEPS.finished(J, {ready = ready, prio = prio, delayed = delayed, stats = stats,
-                                 waiting = waiting, deps = deps, dependents = dependents,
-                                 depsfin = depsfin, wake = wake, emit = emit}, with_deps, 'completed', lists)
+  local left = DEPS.finished(J, DQ or {ready = ready, prio = prio, delayed = delayed, stats = stats,
+                                       waiting = waiting, deps = deps, dependents = dependents,
+                                       depsfin = depsfin, wake = wake, emit = emit}, with_deps, 'completed', lists)
   local j = 0
   for i = 1, #ids do
     if out[i] == 3 then

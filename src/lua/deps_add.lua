@@ -6,8 +6,9 @@
 -- delay) once deps_release.lua has counted every one of them. Only this
 -- queue's slot is touched: the client then registers the jobs with their
 -- dependencies' queues (deps_watch.lua, a call per dependency's queue),
--- but a dependency of this queue is registered here (DEPS.register,
--- lib.lua: its finishing script then releases the job in its own call).
+-- but a dependency of this queue is registered here (as DEPS.register in
+-- lib.lua does it, in this script's loop: its finishing script then
+-- releases the job in its own call).
 -- KEYS (src/keys.def; bound to these locals): stats, cols, waiting, deps,
 --       dependents
 -- ARGV: 1 job name prefix (of this queue), then per job: its id ('' =
@@ -99,7 +100,11 @@ local waiting_v = state_value('waiting', '0', nil, stamp .. ',,')
 local seq = fresh > 0 and redis.call('HINCRBY', stats, 'seq', fresh) - fresh or 0
 local d, s, o, dp, w, out = {}, {}, {}, {}, {}, {}
 local nd, no, nout = 0, 0, 0
-local regs, of, nr = {}, {}, 0 -- registrations with jobs of this queue; of: their job's place in out
+-- registrations with jobs of this queue (registered below, after the
+-- writes): rid the dependency's id, rat its dependent's place in out
+-- (whose existed is 2 until one of them is found finished; its id is
+-- the one before it there)
+local rid, rat, nr = {}, {}, 0
 for m = 1, nj do
   local id = jid[m]
   if id ~= '' and have[id] then
@@ -119,8 +124,9 @@ for m = 1, nj do
       local k = jfirst[m]
       for q = k, k + 2 * jn[m] - 1, 2 do
         if ARGV[q] == here then
-          regs[nr + 1] = ARGV[q + 1]; regs[nr + 2] = here; regs[nr + 3] = id; nr = nr + 3
-          of[#of + 1] = nout
+          nr = nr + 1
+          rid[nr] = ARGV[q + 1]; rat[nr] = nout
+          out[nout] = 2
         end
       end
     end
@@ -133,9 +139,42 @@ if nd > 0 then
   call_all('HSET', deps, dp, 2)
   call_all('ZADD', waiting, w, 2)
 end
+-- The registrations with jobs of this queue, as DEPS.register (lib.lua)
+-- does them, here in this script's own loop (no registration tuples, no
+-- reply table): read after the writes (a dependency enqueued in this call
+-- reads waiting), a finished or missing dependency leaves its dependent's
+-- existed 0 (the client counts it: deps_release.lua), an unfinished one
+-- records the dependent in its dependents entry (once: an entry that has
+-- it already keeps it; a missing job's stale entry goes).
 if nr > 0 then
-  local r, all = DEPS.register(J, dependents, regs), {}
-  for m, at in ipairs(of) do all[at] = all[at] ~= false and r[m] == 'waiting' end
-  for at, yes in pairs(all) do if yes then out[at] = 2 end end
+  local S, H = hmget(J.s, rid), hmget(dependents, rid)
+  local fv, at, nfv, stale = {}, {}, 0, {} -- (at[id]: the index in fv of its entry's value)
+  local last_sv, last_state
+  local find, hp = string.find, here .. ' '
+  for r = 1, nr do
+    local did, sv = rid[r], S[r]
+    local state = last_state
+    if sv ~= last_sv then
+      state = sv and (string.match(sv, '^(%a+) %d') or sv)
+      last_sv, last_state = sv, state
+    end
+    if not sv and redis.call('HEXISTS', J.d, did) == 0 then
+      out[rat[r]] = 0
+      if H[r] then stale[#stale + 1] = did end
+    elseif state == 'completed' or state == 'dead' or state == 'cancelled' then
+      out[rat[r]] = 0
+    else
+      local e, k = hp .. out[rat[r] - 1], at[did] -- (the entry's line: "<queue> <dependent's id>")
+      local l = k and fv[k] or not k and H[r]
+      if not l then
+        nfv = nfv + 2; fv[nfv - 1] = did; fv[nfv] = e; at[did] = nfv
+      elseif not find('\n' .. l .. '\n', '\n' .. e .. '\n', 1, true) then
+        if not k then nfv = nfv + 2; fv[nfv - 1] = did; k = nfv; at[did] = k end
+        fv[k] = l .. '\n' .. e
+      end
+    end
+  end
+  if nfv > 0 then call_all('HSET', dependents, fv, 2) end
+  if #stale > 0 then call_all('HDEL', dependents, stale) end
 end
 return out

@@ -1114,9 +1114,11 @@ end
 -- bench/README.md "Dependencies"): deps_release.lua's and deps_watch.lua's
 -- work as functions, so a script of the dependents' own queue does it in
 -- the same call: complete.lua and fail.lua release the dependents of the
--- jobs they finish that wait in their queue (DEPS.finished), deps_add.lua
--- registers a job with its dependencies of its queue (DEPS.register); the
--- client carries only the steps to other queues.
+-- jobs they finish that wait in their queue (DEPS.finished; complete.lua
+-- a job's one dependent waiting for it alone with DEPS.release_ones),
+-- deps_add.lua registers a job with its dependencies of its queue (as
+-- DEPS.register does, in its own loop); the client carries only the steps
+-- to other queues.
 local DEPS = {}
 DEPS.MARKS = {completed = 'c', dead = 'd', cancelled = 'x', missing = 'm'}
 
@@ -1332,7 +1334,8 @@ end
 -- read: notify). Idempotent: a dependent registered twice is recorded
 -- once. Returns per registration the outcome so far: 'waiting'
 -- (registered), 'completed', 'dead', 'cancelled', or 'missing' (no such
--- job).
+-- job). (deps_add.lua does the same in its own loop, deprel2: a change
+-- here goes there too.)
 function DEPS.register(J, dependents, regs)
   local ids = {}
   for i = 1, #regs, 3 do ids[#ids + 1] = regs[i] end
@@ -1402,16 +1405,26 @@ end
 -- client releases them at once, not the sweep a period later). known (may
 -- be nil): the dependents entries of ids as the caller read them (false
 -- for none), not read again.
+-- Whether the keys a release in J's queue writes (Q: as DEPS.finished) hold
+-- their types and stats' counters are integers: deps_release.lua's checks,
+-- their refusal caught (nothing is counted in the caller then). Asked once
+-- per call: the answer is kept in Q.ok.
+function DEPS.writable(J, Q)
+  if Q.ok == nil then
+    local spec = {Q.ready, 'list', Q.prio, 'zset', Q.delayed, 'zset', Q.waiting, 'zset', Q.deps, 'hash',
+                  J.o, 'hash'}
+    if Q.dead then spec[13] = Q.dead; spec[14] = 'zset'; spec[15] = J.e; spec[16] = 'hash' end
+    Q.ok = (pcall(function() expect_types(spec); int_fields(Q.stats, 'seq', 'skipped', 'dead') end))
+  end
+  return Q.ok
+end
+
 function DEPS.finished(J, Q, ids, outcome, known)
   local here, ok = DEPS.queue(J), nil
   -- (an entry line "<this queue> <id>": the queue's name as a pattern, once)
   local mine_pat = here and '^' .. string.gsub(here, '%p', '%%%0') .. ' (%S+)$'
   local function writable() -- (asked once, when a line names this queue)
-    local spec = {Q.ready, 'list', Q.prio, 'zset', Q.delayed, 'zset', Q.waiting, 'zset', Q.deps, 'hash',
-                  J.o, 'hash'}
-    if Q.dead then spec[13] = Q.dead; spec[14] = 'zset'; spec[15] = J.e; spec[16] = 'hash' end
-    -- (deps_release.lua's checks, their refusal caught: nothing is counted here)
-    return (pcall(function() expect_types(spec); int_fields(Q.stats, 'seq', 'skipped', 'dead') end))
+    return DEPS.writable(J, Q)
   end
   -- Rounds: the jobs ids, then those the policy 'fail' buried in the
   -- round before (their dependents of this queue next); each round's
@@ -1491,6 +1504,98 @@ function DEPS.finished(J, Q, ids, outcome, known)
     round, oc, first, known = nextr, 'dead', false, nil
   end
   return out, buried
+end
+
+-- The one-dependent release in the completion's own call (complete.lua,
+-- before its loop over the jobs done): of the jobs gone, just completed,
+-- each whose dependents entry (ent[j], as complete.lua read it) is one
+-- dependent of this queue, waiting for this job alone (its list one line,
+-- "w <queue> <job>", under a head "<policy> <delay> <priority>", its state
+-- "waiting <attempts> @<times>" as deps_add.lua writes them), is released
+-- here: made ready (or delayed by its own delay) in its state, out of
+-- waiting, into ready (RPUSH; the prio set by its priority), the entry
+-- deleted; ent[j] is set false (the loop then sees no dependents: code 1).
+-- The completed mark is its only dependency's, so its policy plays no part
+-- and its list is not written (DEPS.release's "all completed" case: its
+-- 'w' line reads as 'c' once it left waiting). Anything else (several
+-- lines, another queue, an older list head, a held job, a state not
+-- waiting, a dependent named twice) is left in ent for DEPS.finished, as
+-- before; so is everything when a key the release writes holds a wrong
+-- type (DEPS.writable: nothing is written here then). Q: as
+-- DEPS.finished. Returns how many were released.
+function DEPS.release_ones(J, Q, gone, ent)
+  local here = DEPS.queue(J)
+  if not here then return 0 end
+  local hp = here .. ' '
+  local find, sub = string.find, string.sub
+  local from = #hp + 1
+  local cj, cd, nc = {}, {}, 0 -- (the candidates: their j, their dependent's id)
+  for j = 1, #gone do
+    local e = ent[j]
+    if e and find(e, hp, 1, true) == 1 and not find(e, '\n', from, true) then
+      nc = nc + 1; cj[nc] = j; cd[nc] = sub(e, from)
+    end
+  end
+  if nc == 0 or not DEPS.writable(J, Q) then return 0 end
+  local S, L = hmget(J.s, cd), hmget(Q.deps, cd)
+  local st, ids, rpush, dl, seen = {}, {}, {}, {}, {}
+  local nst, nids, nrp = 0, 0, 0
+  local last_sv, last_rest, last_hl, last_delay, last_p, last_r, last_ready
+  local now
+  for c = 1, nc do
+    local did, sv, l = cd[c], S[c], L[c]
+    local rest
+    if sv and sv == last_sv then
+      rest = last_rest
+    elseif sv and find(sv, '^waiting %d+ @%S*$') then
+      rest = sub(sv, 8)
+      last_sv, last_rest = sv, rest
+    end
+    local at = rest and l and find(l, '\n', 1, true)
+    if at and not seen[did] then
+      local went = 'w ' .. hp .. gone[cj[c]]
+      if #l - at == #went and find(l, went, at + 1, true) == at + 1 then
+        local delay, p
+        if last_hl and at == #last_hl and find(l, last_hl, 1, true) == 1 then
+          delay, p = last_delay, last_p
+        else
+          local d, q = string.match(l, '^%a+ (%d+) (%-?%d+)\n')
+          if d then
+            last_hl, last_delay, last_p = sub(l, 1, at), tonumber(d), tonumber(q)
+            delay, p = last_delay, last_p
+          end
+        end
+        if delay then
+          seen[did] = true
+          ent[cj[c]] = false
+          nids = nids + 1; ids[nids] = did; dl[nids] = gone[cj[c]]
+          local v
+          if delay > 0 then
+            v = 'delayed' .. rest
+            now = now or now_ms()
+            if push_delayed(Q.delayed, did, now + delay) then redis.call(PUB or pub_mode(), Q.wake, '1') end
+          else
+            if rest ~= last_r then last_r, last_ready = rest, 'ready' .. rest end
+            v = last_ready
+            if p == 0 then nrp = nrp + 1; rpush[nrp] = did
+            else push_ready(Q.ready, Q.prio, Q.stats, Q.wake, did, p, false) end
+          end
+          st[nst + 1] = did; st[nst + 2] = v; nst = nst + 2
+        end
+      end
+    end
+  end
+  if nids == 0 then return 0 end
+  call_all('HSET', J.s, st, 2)
+  call_all('ZREM', Q.waiting, ids)
+  if nrp > 0 then
+    -- (as push_ready: the doorbell when the queue had nothing ready)
+    local n = 0
+    for i = 1, nrp, CHUNK do n = redis.call('RPUSH', Q.ready, unpack(rpush, i, math.min(i + CHUNK - 1, nrp))) end
+    if n == nrp and redis.call('ZCARD', Q.prio) == 0 then redis.call(PUB or pub_mode(), Q.wake, '1') end
+  end
+  call_all('HDEL', Q.dependents, dl)
+  return nids
 end
 
 -- Add the jobs ids, completed at `stamp`, to the retention index (one

@@ -394,9 +394,14 @@ int rjq__deps_entries_ok(const redisReply *r, size_t first) {
 void rjq__deps_release_entries(rjq_queue *q, const redisReply *r, size_t first, size_t nown,
                                const char *outcome) {
     size_t n = (r->elements - first) / 2;
-    rjq__deps_finished f[64];
-    for (size_t i = 0; i < n; i += 64) {
-        size_t k = n - i < 64 ? n - i : 64;
+    /* all of them in one due (its deps_done names exactly the call's ids,
+     * whose depsfin member it removes whole: lib.lua DEPSFIN_MEMBER); 64
+     * at a time when that allocation fails (the member left to the sweep) */
+    rjq__deps_finished small[64], *f = n > 64 ? malloc(n * sizeof *f) : NULL;
+    size_t step = f ? n : 64;
+    if (f == NULL) f = small;
+    for (size_t i = 0; i < n; i += step) {
+        size_t k = n - i < step ? n - i : step;
         for (size_t j = 0; j < k; j++) {
             const redisReply *id = r->element[first + 2 * (i + j)];
             const redisReply *list = r->element[first + 2 * (i + j) + 1];
@@ -405,6 +410,7 @@ void rjq__deps_release_entries(rjq_queue *q, const redisReply *r, size_t first, 
         }
         rjq__deps_release(q, f, k);
     }
+    if (f != small) free(f);
 }
 
 void rjq__deps_notify(rjq_queue *q, const char *const *ids, const size_t *lens, size_t n) {

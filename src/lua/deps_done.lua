@@ -3,6 +3,13 @@
 -- depsfin (the sweep reads them no more). An entry that grew since it was
 -- read (it cannot once its job finished: deps_watch.lua answers a
 -- finished job at once) is kept.
+-- depsfin's members (lib.lua DEPSFIN_MEMBER): one per completion call,
+-- its ids sorted and joined by spaces, or one id (the other finishing
+-- scripts, older versions). These ids' member is removed when they are
+-- exactly one member's (a completion's own deps_done: one ZREM a call);
+-- else each id is removed (one-id members); a member holding only some
+-- of them (part of a call's releases failed, or the sweep's pages) stays
+-- until the sweep finds none of its ids with an entry (deps_due.lua).
 -- KEYS (src/keys.def; bound to these locals): dependents, depsfin
 -- ARGV: per job: its id, the dependents entry that was released
 -- Returns how many entries went.
@@ -16,5 +23,12 @@ end
 if #drop > 0 then call_all('HDEL', dependents, drop) end
 local unindex = {} -- (those dropped, and those whose entry had gone already)
 for k, id in ipairs(ids) do if not have[k] or have[k] == ARGV[2 * k] then unindex[#unindex + 1] = id end end
-call_all('ZREM', depsfin, unindex, 1, 'zset')
+local whole = 0
+if #unindex == #ids and #ids > 1 then
+  local sorted = {}
+  for k = 1, #ids do sorted[k] = ids[k] end
+  table.sort(sorted)
+  whole = typed('zset', 'ZREM', depsfin, table.concat(sorted, ' '))
+end
+if whole == 0 then call_all('ZREM', depsfin, unindex, 1, 'zset') end
 return #drop

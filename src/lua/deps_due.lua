@@ -16,22 +16,36 @@ local ids, lists, cursor = {}, {}, '0'
 if ARGV[1] == 'scan' then
   -- (by rank: an entry that leaves meanwhile shifts the rest, which the
   -- next period reads)
+  -- (a member is a completion call's ids joined by spaces, or one id:
+  -- lib.lua DEPSFIN_MEMBER; one whose ids have no entry left goes)
   local from = math.max(math.floor(tonumber(ARGV[2]) or 0), 0)
-  ids = typed('zset', 'ZRANGE', depsfin, from, from + 99)
-  local stale = {}
-  if #ids > 0 then
-    lists = typed('hash', 'HMGET', dependents, unpack(ids))
-    for i, id in ipairs(ids) do if not lists[i] then stale[#stale + 1] = id end end
-    if #stale > 0 then redis.call('ZREM', depsfin, unpack(stale)) end
+  local members = typed('zset', 'ZRANGE', depsfin, from, from + 99)
+  local stale, last = {}, {} -- (last[m]: the index in ids after member m's ids)
+  for m, member in ipairs(members) do
+    for id in string.gmatch(member, '%S+') do ids[#ids + 1] = id end
+    last[m] = #ids
   end
-  if #ids == 100 and from + 100 - #stale > 0 then cursor = tostring(from + 100 - #stale) end
+  if #ids > 0 then
+    lists = hmget(dependents, ids, 'hash')
+    local i = 1
+    for m, member in ipairs(members) do
+      local any = false
+      while i <= last[m] do any = any or not not lists[i]; i = i + 1 end
+      if not any then stale[#stale + 1] = member end
+    end
+    if #stale > 0 then call_all('ZREM', depsfin, stale) end
+  elseif #members > 0 then
+    stale = members -- (empty members: not rjq's)
+    call_all('ZREM', depsfin, stale)
+  end
+  if #members == 100 and from + 100 - #stale > 0 then cursor = tostring(from + 100 - #stale) end
 else
   for i = 3, #ARGV do ids[#ids + 1] = ARGV[i] end
   if #ids > 0 then lists = redis.call('HMGET', dependents, unpack(ids)) end
 end
 local out = {cursor}
 if #ids == 0 then return out end
-local s = redis.call('HMGET', J.s, unpack(ids))
+local s = hmget(J.s, ids)
 for i, id in ipairs(ids) do
   local state = state_of(s[i])
   if lists[i] and (state == 'completed' or state == 'dead' or state == 'cancelled') then

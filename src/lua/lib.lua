@@ -731,6 +731,17 @@ local DEPS_TOLD = {}
 -- (deps_due.lua) and never read the score; an entry written with the time
 -- (before depoq) sorts after every new one, which changes nothing.
 local function DEPSFIN_SCORE() return '-' .. int(now_ms()) end
+-- Since depfin1 a completion call indexes its jobs as ONE member: their
+-- ids sorted and joined by spaces (no id has a byte <= 0x20: validate.c),
+-- so the completion's ZADD and deps_done's ZREM are one listpack walk a
+-- call, not one a job. A member of one id is the form of the other
+-- finishing scripts (notify_finished, a burial) and of older versions;
+-- the readers take both (deps_due.lua splits a member on its spaces,
+-- deps_done.lua removes the member of exactly its ids, else each id).
+local function DEPSFIN_MEMBER(ids)
+  table.sort(ids)
+  return table.concat(ids, ' ')
+end
 
 -- Publish (or queue, see above) an outcome of the job named k to every
 -- reply channel in chs (space-separated).
@@ -1418,6 +1429,10 @@ function DEPS.finished(J, Q, ids, outcome, known)
   -- releases in one DEPS.release, its writes a command each.
   local out, buried, round, oc, first = {}, {}, ids, outcome, true
   local match, find = string.match, string.find
+  -- a completion call: every job of it left indexed (the cascade's burials
+  -- too) goes in one member, written after the rounds (DEPSFIN_MEMBER),
+  -- the burials' own one-id members (notify_finished) removed
+  local group, gidx = outcome == 'completed', {}
   while #round > 0 do
     -- (known: as the caller read them; a wrongly typed hash gives no
     -- entries: the sweep's deps_due.lua refuses it)
@@ -1456,7 +1471,10 @@ function DEPS.finished(J, Q, ids, outcome, known)
         if l ~= '' then keep[#keep + 1] = id; keep[#keep + 1] = l else ndrop = ndrop + 1; drop[ndrop] = id end
       end
       left[k] = l
-      if l ~= '' then index[#index + 1] = id
+      if group then
+        if l ~= '' then gidx[#gidx + 1] = id end
+        if oc ~= 'completed' then unindex[#unindex + 1] = id end -- (its burial indexed it alone)
+      elseif l ~= '' then index[#index + 1] = id
       elseif oc ~= 'completed' then unindex[#unindex + 1] = id end -- (its burial indexed it)
     end
     local nextr = {}
@@ -1489,6 +1507,9 @@ function DEPS.finished(J, Q, ids, outcome, known)
       end
     end
     round, oc, first, known = nextr, 'dead', false, nil
+  end
+  if #gidx > 0 then -- (a wrongly typed index: deps_due refuses it)
+    redis.pcall('ZADD', Q.depsfin, DEPSFIN_SCORE(), DEPSFIN_MEMBER(gidx))
   end
   return out, buried
 end

@@ -22,7 +22,10 @@
  * dies before it told the dependents: the sweep (rjq__deps_sweep, from the
  * queue's periodic visit) finds it and sends the releases again, which
  * change nothing already counted. The finishing script indexes such a job
- * (depsfin, until deps_done), so the sweep pages through those only, and
+ * (depsfin; a completion call's several such jobs one member in depsfinc,
+ * which older builds never read: lib.lua DEPSFIN_MEMBER; until deps_done),
+ * so the sweep pages through those only (depsfin, then depsfinc: a cursor
+ * from 10^15 on, deps_due.lua), and
  * the visit sends none while the index is empty (reclaim.lua). The retention sweep keeps a completed
  * job's record while its list is there (lib.lua sweep_completed).
  */

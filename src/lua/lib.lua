@@ -734,10 +734,15 @@ local function DEPSFIN_SCORE() return '-' .. int(now_ms()) end
 -- Since depfin1 a completion call indexes its jobs as ONE member: their
 -- ids sorted and joined by spaces (no id has a byte <= 0x20: validate.c),
 -- so the completion's ZADD and deps_done's ZREM are one listpack walk a
--- call, not one a job. A member of one id is the form of the other
--- finishing scripts (notify_finished, a burial) and of older versions;
--- the readers take both (deps_due.lua splits a member on its spaces,
--- deps_done.lua removes the member of exactly its ids, else each id).
+-- call, not one a job. Such a member of several ids goes in depsfinc, a
+-- key of its own (depfin2): the sweep of every version before it reads
+-- depsfin's members as one id each and would drop a member of several
+-- (no dependents entry has its name), stranding their dependents; those
+-- versions never read depsfinc. A member of one id (notify_finished, a
+-- burial, a completion that leaves one such job) goes in depsfin, as
+-- before. The readers: deps_due.lua splits a member on its spaces,
+-- deps_done.lua removes the depsfinc member of exactly its ids, else
+-- each id from depsfin.
 local function DEPSFIN_MEMBER(ids)
   table.sort(ids)
   return table.concat(ids, ' ')
@@ -1406,7 +1411,8 @@ end
 -- counter is no integer), nothing is counted here: the client's
 -- deps_release.lua refuses it, as before. Q: as DEPS.release, with
 -- dependents and depsfin (dead and dead_max only for an outcome other than
--- 'completed': a completed dependency buries nothing). Returns { id, entry
+-- 'completed': a completed dependency buries nothing; depsfinc only for
+-- 'completed'). Returns { id, entry
 -- left ('' none) } per job of ids, in order, then { id, entry left, ... }
 -- of the jobs the cascade buried that have an entry left (dependents of
 -- other queues: the caller's reply carries them, as its own jobs', so the
@@ -1430,8 +1436,9 @@ function DEPS.finished(J, Q, ids, outcome, known)
   local out, buried, round, oc, first = {}, {}, ids, outcome, true
   local match, find = string.match, string.find
   -- a completion call: every job of it left indexed (the cascade's burials
-  -- too) goes in one member, written after the rounds (DEPSFIN_MEMBER),
-  -- the burials' own one-id members (notify_finished) removed
+  -- too) goes in one member, written after the rounds (DEPSFIN_MEMBER: in
+  -- depsfinc when it has several ids), the burials' own one-id members
+  -- (notify_finished) removed
   local group, gidx = outcome == 'completed', {}
   while #round > 0 do
     -- (known: as the caller read them; a wrongly typed hash gives no
@@ -1508,8 +1515,13 @@ function DEPS.finished(J, Q, ids, outcome, known)
     end
     round, oc, first, known = nextr, 'dead', false, nil
   end
-  if #gidx > 0 then -- (a wrongly typed index: deps_due refuses it)
-    redis.pcall('ZADD', Q.depsfin, DEPSFIN_SCORE(), DEPSFIN_MEMBER(gidx))
+  -- (a wrongly typed index: deps_due refuses it; one id: the form every
+  -- version reads, in depsfin; several: depsfinc, which older sweeps never
+  -- read: DEPSFIN_MEMBER)
+  if #gidx == 1 then
+    redis.pcall('ZADD', Q.depsfin, DEPSFIN_SCORE(), gidx[1])
+  elseif #gidx > 1 then
+    redis.pcall('ZADD', Q.depsfinc, DEPSFIN_SCORE(), DEPSFIN_MEMBER(gidx))
   end
   return out, buried
 end

@@ -2399,6 +2399,44 @@ TEST(older_sweep_never_sees_a_completion_calls_member_of_several_ids) {
     env_stop(&e);
 }
 
+/* The sweep's cursor (deps_due.lua 'scan'): pages of 100 of depsfin by
+ * rank, then depsfinc from 10^15 on, then '0'. Jobs planted with a
+ * dependents entry and no record: each answered as 'missing'. */
+TEST(sweep_pages_depsfin_then_depsfinc_by_its_cursor) {
+    test_env e;
+    env_start(&e, "dg");
+    for (int i = 0; i < 100; i++) {
+        freeReplyObject(server_cmd(e.rc, "ZADD t:{dg}:depsfin -1 j%03d", i));
+        freeReplyObject(server_cmd(e.rc, "HSET t:{dg}:dependents j%03d %s", i, "dg2 x"));
+    }
+    freeReplyObject(server_cmd(e.rc, "ZADD t:{dg}:depsfinc -1 %s", "m1 m2"));
+    freeReplyObject(server_cmd(e.rc, "HSET t:{dg}:dependents m1 %s m2 %s", "dg2 y", "dg2 z"));
+    const char *want[] = {"100", "1000000000000000", "0"};
+    const size_t rows[] = {100, 0, 2};
+    const char *cursor = "0";
+    redisReply *r[3];
+    for (int p = 0; p < 3; p++) {
+        const char *args[] = {"scan", cursor};
+        r[p] = server_fcall_reply(e.rc, RJQ__S_DEPS_DUE, "dg", args, 2);
+        ASSERT(r[p]->type == REDIS_REPLY_ARRAY && r[p]->elements >= 1);
+        ASSERT_STREQ(want[p], r[p]->element[0]->str);
+        ASSERT_EQ((long long)rows[p], (long long)(r[p]->elements - 1) / 3);
+        cursor = r[p]->element[0]->str;
+    }
+    ASSERT_STREQ("m1", r[2]->element[1]->str);
+    ASSERT_STREQ("missing", r[2]->element[2]->str);
+    ASSERT_STREQ("m2", r[2]->element[4]->str);
+    for (int p = 0; p < 3; p++) freeReplyObject(r[p]);
+    /* depsfinc alone: the first page goes to it at once */
+    freeReplyObject(server_cmd(e.rc, "DEL t:{dg}:depsfin"));
+    const char *first[] = {"scan", "0"};
+    redisReply *a = server_fcall_reply(e.rc, RJQ__S_DEPS_DUE, "dg", first, 2);
+    ASSERT(a->type == REDIS_REPLY_ARRAY && a->elements == 1);
+    ASSERT_STREQ("1000000000000000", a->element[0]->str);
+    freeReplyObject(a);
+    env_stop(&e);
+}
+
 /* Every completion call, whatever its number of jobs with dependents of
  * other queues, writes no member of several ids in depsfin (the key older
  * sweeps read): a call of one such job writes its id there, a call of

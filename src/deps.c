@@ -398,7 +398,7 @@ void rjq__deps_release_entries(rjq_queue *q, const redisReply *r, size_t first, 
                                const char *outcome) {
     size_t n = (r->elements - first) / 2;
     /* all of them in one due (its deps_done names exactly the call's ids,
-     * whose depsfin member it removes whole: lib.lua DEPSFIN_MEMBER); 64
+     * whose depsfinc member it removes whole: lib.lua DEPSFIN_MEMBER); 64
      * at a time when that allocation fails (the member left to the sweep) */
     rjq__deps_finished small[64], *f = n > 64 ? malloc(n * sizeof *f) : NULL;
     size_t step = f ? n : 64;

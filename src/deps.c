@@ -22,7 +22,10 @@
  * dies before it told the dependents: the sweep (rjq__deps_sweep, from the
  * queue's periodic visit) finds it and sends the releases again, which
  * change nothing already counted. The finishing script indexes such a job
- * (depsfin, until deps_done), so the sweep pages through those only, and
+ * (depsfin; a completion call's several such jobs one member in depsfinc,
+ * which older builds never read: lib.lua DEPSFIN_MEMBER; until deps_done),
+ * so the sweep pages through those only (depsfin, then depsfinc: a cursor
+ * from 10^15 on, deps_due.lua), and
  * the visit sends none while the index is empty (reclaim.lua). The retention sweep keeps a completed
  * job's record while its list is there (lib.lua sweep_completed).
  */
@@ -394,9 +397,14 @@ int rjq__deps_entries_ok(const redisReply *r, size_t first) {
 void rjq__deps_release_entries(rjq_queue *q, const redisReply *r, size_t first, size_t nown,
                                const char *outcome) {
     size_t n = (r->elements - first) / 2;
-    rjq__deps_finished f[64];
-    for (size_t i = 0; i < n; i += 64) {
-        size_t k = n - i < 64 ? n - i : 64;
+    /* all of them in one due (its deps_done names exactly the call's ids,
+     * whose depsfinc member it removes whole: lib.lua DEPSFIN_MEMBER); 64
+     * at a time when that allocation fails (the member left to the sweep) */
+    rjq__deps_finished small[64], *f = n > 64 ? malloc(n * sizeof *f) : NULL;
+    size_t step = f ? n : 64;
+    if (f == NULL) f = small;
+    for (size_t i = 0; i < n; i += step) {
+        size_t k = n - i < step ? n - i : step;
         for (size_t j = 0; j < k; j++) {
             const redisReply *id = r->element[first + 2 * (i + j)];
             const redisReply *list = r->element[first + 2 * (i + j) + 1];
@@ -405,6 +413,7 @@ void rjq__deps_release_entries(rjq_queue *q, const redisReply *r, size_t first, 
         }
         rjq__deps_release(q, f, k);
     }
+    if (f != small) free(f);
 }
 
 void rjq__deps_notify(rjq_queue *q, const char *const *ids, const size_t *lens, size_t n) {

@@ -2428,3 +2428,53 @@ TEST(completion_with_dependents_on_wrongtype_dependency_keys_completes_and_leave
     rjq_queue_close(other);
     env_stop(&env);
 }
+
+/* The same for depsfinc, the index of a completion call that leaves
+ * several such jobs (lib.lua DEPSFIN_MEMBER): wrongly typed, the call
+ * completes its jobs, hands out their entries and leaves the key as it
+ * was; the sweep's deps_due and the client's deps_done refuse it, naming
+ * the error, and deps_done's refusal leaves the key as it was. */
+TEST(completion_of_several_jobs_with_dependents_on_wrongtype_depsfinc_completes_and_leaves_it) {
+    test_env env;
+    env_start(&env, "dj");
+    rjq_queue *other;
+    ASSERT_OK(rjq_queue_open(env.c, "dj2", NULL, &other));
+    rjq_dep on[] = {{"dj", "a"}, {"dj", "b"}};
+    for (int i = 0; i < 2; i++) {
+        freeReplyObject(server_cmd(env.rc, "HSET t:{dj}:payload %s x", on[i].id));
+        freeReplyObject(server_cmd(env.rc, "HSET t:{dj}:state %s %s", on[i].id, "active 1 tok @1,2,"));
+        freeReplyObject(server_cmd(env.rc, "ZADD t:{dj}:active 99999999999999 %s", on[i].id));
+        rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+        char id[8];
+        snprintf(id, sizeof id, "w%d", i);
+        o.id = id;
+        o.after = &on[i];
+        o.n_after = 1;
+        ASSERT_OK(enqueue_job(env.base, other, "p", &o).status);
+    }
+    plant_wrongtype(env.rc, "t:{dj}:depsfinc", "SET %s x");
+    const char *jobs[] = {"1 tok", "2", "a", "r", "b", "r"};
+    redisReply *r = complete_fcall(env.rc, "dj", jobs, 6);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 6); /* (code 3 each, then the entries) */
+    ASSERT(r->element[0]->integer == 3 && r->element[1]->integer == 3);
+    ASSERT_STREQ("a", r->element[2]->str);
+    ASSERT_STREQ("dj2 w0", r->element[3]->str);
+    ASSERT_STREQ("b", r->element[4]->str);
+    ASSERT_STREQ("dj2 w1", r->element[5]->str);
+    freeReplyObject(r);
+    for (int i = 0; i < 2; i++) ASSERT_STREQ("completed", get_info(env.base, env.q, on[i].id).state);
+    ASSERT_EQ(0, server_int(env.rc, "EXISTS t:{dj}:depsfin"));
+    const char *scan[] = {"scan", "1000000000000000"};
+    r = server_fcall_reply(env.rc, RJQ__S_DEPS_DUE, "dj", scan, 2);
+    ASSERT(r->type == REDIS_REPLY_ERROR && strstr(r->str, "depsfinc") != NULL);
+    freeReplyObject(r);
+    const char *done[] = {"a", "dj2 w0", "b", "dj2 w1"};
+    r = server_fcall_reply(env.rc, RJQ__S_DEPS_DONE, "dj", done, 4);
+    ASSERT(r->type == REDIS_REPLY_ERROR && strstr(r->str, "depsfinc") != NULL);
+    freeReplyObject(r);
+    redisReply *v = server_cmd(env.rc, "GET t:{dj}:depsfinc");
+    ASSERT_STREQ("x", v->str);
+    freeReplyObject(v);
+    rjq_queue_close(other);
+    env_stop(&env);
+}

@@ -17,7 +17,7 @@
 -- matches, and the token is what fences it.
 -- KEYS (src/keys.def; bound to these locals): active, completed, stats,
 --       ready, prio, idle, cols, monitored, events, held, dedup, deadlines, groups,
---       deps, dependents, depsfin, delayed, waiting, wake
+--       deps, dependents, depsfin, delayed, waiting, wake, depsfinc
 -- ARGV: 1 job name prefix, 2 retention ms (-1: no age limit), 3 most
 --       completed jobs kept (<= 0: no count limit), 4 number of offers,
 --       5 number of tokens to forget, then per offer: idle field, epoch,
@@ -264,7 +264,7 @@ if #gone > 0 then
   -- here, its entry then false: no DEPS.finished for it, lib.lua)
   if ent then
     DQ = {ready = ready, prio = prio, delayed = delayed, stats = stats, waiting = waiting, deps = deps,
-          dependents = dependents, depsfin = depsfin, wake = wake, emit = emit}
+          dependents = dependents, depsfin = depsfin, depsfinc = depsfinc, wake = wake, emit = emit}
     DEPS.release_ones(J, DQ, gone, ent)
   end
   local told = {}
@@ -314,7 +314,8 @@ end
 if with_deps and #with_deps > 0 then
   local left = DEPS.finished(J, DQ or {ready = ready, prio = prio, delayed = delayed, stats = stats,
                                        waiting = waiting, deps = deps, dependents = dependents,
-                                       depsfin = depsfin, wake = wake, emit = emit}, with_deps, 'completed', lists)
+                                       depsfin = depsfin, depsfinc = depsfinc, wake = wake, emit = emit},
+                                       with_deps, 'completed', lists)
   local j = 0
   for i = 1, #ids do
     if out[i] == 3 then

@@ -731,6 +731,22 @@ local DEPS_TOLD = {}
 -- (deps_due.lua) and never read the score; an entry written with the time
 -- (before depoq) sorts after every new one, which changes nothing.
 local function DEPSFIN_SCORE() return '-' .. int(now_ms()) end
+-- Since depfin1 a completion call indexes its jobs as ONE member: their
+-- ids sorted and joined by spaces (no id has a byte <= 0x20: validate.c),
+-- so the completion's ZADD and deps_done's ZREM are one listpack walk a
+-- call, not one a job. Such a member of several ids goes in depsfinc, a
+-- key of its own (depfin2): the sweep of every version before it reads
+-- depsfin's members as one id each and would drop a member of several
+-- (no dependents entry has its name), stranding their dependents; those
+-- versions never read depsfinc. A member of one id (notify_finished, a
+-- burial, a completion that leaves one such job) goes in depsfin, as
+-- before. The readers: deps_due.lua splits a member on its spaces,
+-- deps_done.lua removes the depsfinc member of exactly its ids, else
+-- each id from depsfin.
+local function DEPSFIN_MEMBER(ids)
+  table.sort(ids)
+  return table.concat(ids, ' ')
+end
 
 -- Publish (or queue, see above) an outcome of the job named k to every
 -- reply channel in chs (space-separated).
@@ -1398,7 +1414,8 @@ end
 -- counter is no integer), nothing is counted here: the client's
 -- deps_release.lua refuses it, as before. Q: as DEPS.release, with
 -- dependents and depsfin (dead and dead_max only for an outcome other than
--- 'completed': a completed dependency buries nothing). Returns { id, entry
+-- 'completed': a completed dependency buries nothing; depsfinc only for
+-- 'completed'). Returns { id, entry
 -- left ('' none) } per job of ids, in order, then { id, entry left, ... }
 -- of the jobs the cascade buried that have an entry left (dependents of
 -- other queues: the caller's reply carries them, as its own jobs', so the
@@ -1431,6 +1448,11 @@ function DEPS.finished(J, Q, ids, outcome, known)
   -- releases in one DEPS.release, its writes a command each.
   local out, buried, round, oc, first = {}, {}, ids, outcome, true
   local match, find = string.match, string.find
+  -- a completion call: every job of it left indexed (the cascade's burials
+  -- too) goes in one member, written after the rounds (DEPSFIN_MEMBER: in
+  -- depsfinc when it has several ids), the burials' own one-id members
+  -- (notify_finished) removed
+  local group, gidx = outcome == 'completed', {}
   while #round > 0 do
     -- (known: as the caller read them; a wrongly typed hash gives no
     -- entries: the sweep's deps_due.lua refuses it)
@@ -1469,7 +1491,10 @@ function DEPS.finished(J, Q, ids, outcome, known)
         if l ~= '' then keep[#keep + 1] = id; keep[#keep + 1] = l else ndrop = ndrop + 1; drop[ndrop] = id end
       end
       left[k] = l
-      if l ~= '' then index[#index + 1] = id
+      if group then
+        if l ~= '' then gidx[#gidx + 1] = id end
+        if oc ~= 'completed' then unindex[#unindex + 1] = id end -- (its burial indexed it alone)
+      elseif l ~= '' then index[#index + 1] = id
       elseif oc ~= 'completed' then unindex[#unindex + 1] = id end -- (its burial indexed it)
     end
     local nextr = {}
@@ -1502,6 +1527,14 @@ function DEPS.finished(J, Q, ids, outcome, known)
       end
     end
     round, oc, first, known = nextr, 'dead', false, nil
+  end
+  -- (a wrongly typed index: deps_due refuses it; one id: the form every
+  -- version reads, in depsfin; several: depsfinc, which older sweeps never
+  -- read: DEPSFIN_MEMBER)
+  if #gidx == 1 then
+    redis.pcall('ZADD', Q.depsfin, DEPSFIN_SCORE(), gidx[1])
+  elseif #gidx > 1 then
+    redis.pcall('ZADD', Q.depsfinc, DEPSFIN_SCORE(), DEPSFIN_MEMBER(gidx))
   end
   return out, buried
 end

@@ -7,7 +7,7 @@
 -- KEYS (src/keys.def; bound to these locals): active, ready, prio, dead,
 --       stats, guard, completed, cols, monitored, events, push, delayed,
 --       meta, deadlines, dedup, dependents, waiting, groups, deps, depsfin,
---       batchend
+--       batchend, depsfinc
 -- ARGV: 1 job name prefix, 2 wake channel, 3 guard ms (0: no guard),
 --       4 max jobs, 5 dead cap, 6 retention ms, 7 completed cap, 8 look
 --       (1: also say how many jobs wait), 9 jitter in [0,1) (backoff)
@@ -76,10 +76,11 @@ local function result(n)
     return out
   end
   -- (the sweeper, holding the guard, also sweeps the dependents' releases
-  -- and the ended batches: one EXISTS of both keys, so a queue that never
-  -- had a batch reads no more than before batches; batchend's first entry
-  -- is read only when one of them exists, and tells which)
-  local d, e = 0, n >= 0 and redis.call('EXISTS', depsfin, batchend) or 0
+  -- and the ended batches: one EXISTS of the keys (depsfin, depsfinc: the
+  -- sweep's index, lib.lua DEPSFIN_MEMBER), so a queue that never had a
+  -- batch reads no more than before batches; batchend's first entry is
+  -- read only when one of them exists, and tells which)
+  local d, e = 0, n >= 0 and redis.call('EXISTS', depsfin, depsfinc, batchend) or 0
   if e > 0 then
     -- (a wrongly typed batchend stops no reclaim: the batch calls refuse it)
     local first = redis.pcall('ZRANGEBYSCORE', batchend, '-inf', '+inf', 'LIMIT', 0, 1, 'WITHSCORES')

@@ -832,6 +832,104 @@ TEST(general_push_heard_by_nobody_is_undone_for_batches_ids_and_priorities) {
     env_stop(&e);
 }
 
+static void on_limited(rjq_client *c, int status, long long n, void *data) {
+    (void)c, (void)n;
+    ASSERT(status >= 0);
+    (*(long *)data)++;
+}
+
+/* gpushundo: a group enqueue's push (genqueue.lua, GROUPS.take) asks no
+ * PUBSUB NUMSUB either, and a message heard by nobody is undone in the same
+ * call (GROUPS.untake): two groups, "c" with a concurrency limit of 1 and
+ * "r" with a rate of 2 starts a minute, two jobs each, one loop turn (one
+ * call) pushed to a deaf worker's 4 slots: the take starts c's first and
+ * both of r's (r then waits for its window, c is at its limit), the message
+ * reaches nobody. Afterwards every job is ready in its group again (its
+ * attempt unspent, in order), the groups' active counts and slot set are
+ * empty, r's rate log holds none of the starts and r waits for no window,
+ * the depth index counts 2 each, both groups are in the ring, the stale
+ * registration is dropped and nothing is active. Another worker then runs
+ * each job once within the limits (c's second only after its first is
+ * done). (With the undo left out, the jobs stay active under the dead
+ * push's token and the groups' counts hold them.) */
+TEST(group_push_heard_by_nobody_is_undone_within_the_groups_limits) {
+    test_env e;
+    env_start(&e, "unheardgr");
+    long lim = 0;
+    rjq_group_limits l = RJQ_GROUP_LIMITS_INIT;
+    l.concurrency = 1;
+    ASSERT_OK(rjq_queue_limit_group(e.q, "c", &l, on_limited, &lim));
+    l = (rjq_group_limits)RJQ_GROUP_LIMITS_INIT;
+    l.rate = 2;
+    l.rate_window_ms = 60000;
+    ASSERT_OK(rjq_queue_limit_group(e.q, "r", &l, on_limited, &lim));
+    ASSERT(loop_until_count(e.base, &lim, 2, 5000));
+
+    runs ra = {0};
+    rjq_client *a;
+    char field[256], value[128];
+    start_deaf_worker(&e, "unheardgr", "unheardgrwkr", 4, &ra, &a, field, sizeof field, value, sizeof value);
+    long long numsub = server_calls(e.rc, "pubsub|numsub");
+    long enq = 0;
+    rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
+    const char *ids[4] = {"c1", "r1", "c2", "r2"};
+    for (int i = 0; i < 4; i++) { /* (one loop turn: one genqueue call) */
+        jo.id = ids[i];
+        jo.group = ids[i][0] == 'c' ? "c" : "r";
+        ASSERT_OK(rjq_enqueue(e.q, "g", 1, &jo, on_enqueued_ok, &enq));
+    }
+    ASSERT(loop_until_count(e.base, &enq, 4, 5000));
+    ASSERT_EQ(numsub, server_calls(e.rc, "pubsub|numsub"));
+    ASSERT_EQ(0, server_int(e.rc, "HLEN t:{unheardgr}:idle")); /* the stale registration dropped */
+    ASSERT_EQ(0, server_active_jobs(e.rc, "unheardgr"));
+    for (int i = 0; i < 4; i++) assert_ready_unspent(&e, "unheardgr", ids[i]);
+    const char *grp[2] = {"c", "r"};
+    for (int k = 0; k < 2; k++) {
+        for (int i = 0; i < 2; i++) { /* in their order */
+            redisReply *r = server_cmd(e.rc, "LINDEX t:{unheardgr}:g:r:%s %d", grp[k], i);
+            ASSERT(r->type == REDIS_REPLY_STRING);
+            ASSERT(r->str[0] == grp[k][0] && r->str[1] == '1' + i);
+            freeReplyObject(r);
+        }
+        ASSERT_EQ(-2, server_int(e.rc, "ZSCORE t:{unheardgr}:g:depth %s", grp[k]));
+        ASSERT_EQ(1, server_int(e.rc, "ZSCORE t:{unheardgr}:g:ring %s", grp[k]) > 0);
+        ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{unheardgr}:g:act %s", grp[k]));
+    }
+    ASSERT_EQ(0, server_int(e.rc, "SCARD t:{unheardgr}:g:a:c"));
+    ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{unheardgr}:g:s:r"));
+    ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{unheardgr}:g:rated"));
+    ASSERT_EQ(4, server_int(e.rc, "HGET t:{unheardgr}:stats gready"));
+
+    /* another worker (4 slots, holding its jobs) starts c1, r1, r2: c2
+     * waits for c's slot */
+    runs rb = {.keep = 1};
+    rjq_worker_options wo = quiet_worker_options(4);
+    rjq_worker *wb = NULL;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, on_run, &rb, &wb));
+    ASSERT(loop_until_count(e.base, &rb.ran, 3, 5000));
+    ASSERT_EQ(1, server_int(e.rc, "HGET t:{unheardgr}:g:act c"));
+    ASSERT_EQ(2, server_int(e.rc, "HGET t:{unheardgr}:g:act r"));
+    ASSERT_EQ(1, server_int(e.rc, "LLEN t:{unheardgr}:g:r:c"));
+    ASSERT_EQ(3, rb.ran);
+    for (long i = 0; i < rb.nheld; i++) {
+        ASSERT(strcmp(rjq_job_get_id(rb.held[i]), "c2") != 0);
+        ASSERT_OK(rjq_job_complete(rb.held[i], "ok", 2, on_done_ok, &rb.done));
+    }
+    rb.nheld = 0;
+    ASSERT(loop_until_count(e.base, &rb.ran, 4, 5000)); /* c2, once c's slot is free */
+    ASSERT_EQ(1, rb.attempt_max);
+    for (long i = 0; i < rb.nheld; i++) ASSERT_OK(rjq_job_complete(rb.held[i], "ok", 2, on_done_ok, &rb.done));
+    ASSERT(loop_until_count(e.base, &rb.done, 4, 5000));
+    ASSERT_EQ(4, rb.ran);
+    ASSERT_EQ(0, ra.ran);
+    ASSERT_EQ(0, server_active_jobs(e.rc, "unheardgr"));
+    int stopped = 0;
+    ASSERT_OK(rjq_worker_stop(wb, on_stopped, &stopped));
+    ASSERT(loop_until(e.base, &stopped, 20000));
+    rjq_client_free(a);
+    env_stop(&e);
+}
+
 /* A client holding jobs under a five-minute lease dies (freed without a
  * graceful close: to Redis the same as a SIGKILL): another client's beat
  * finds its liveness entry run out and returns its jobs at once, and they

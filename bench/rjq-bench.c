@@ -65,7 +65,7 @@ static struct config {
     int port;
     long n, bulk, bulk_window, window, conc, rate, secs, depth, warm, timeout_s;
     long payload_bytes;       /* PAYLOAD_BYTES: each payload's length (0: tiny) */
-    long groups;              /* JOB_GROUPS: drain jobs spread over this many job groups (0: none) */
+    long groups;              /* JOB_GROUPS: drain (and awaited-seq) jobs spread over this many job groups (0: none) */
     size_t payload_max;       /* room for one payload and its NUL */
     long long retention_ms;
     long long history_flush_ms; /* HISTORY_FLUSH_MS: the queue's history (-1: off) */
@@ -1100,7 +1100,16 @@ static void seq_send(long i) {
     if (p == NULL) p = payload_buf();
     int len = payload(p, i);
     L.ts[i] = now_s();
-    int rc = rjq_enqueue_await(queue, p, (size_t)len, NULL, NULL, on_seq, (void *)(intptr_t)i, NULL);
+    /* JOB_GROUPS: each job in a group, round-robin (genqueue.lua and its
+     * push to the idle worker, GROUPS.take) */
+    rjq_job_options go = RJQ_JOB_OPTIONS_INIT;
+    char g[32];
+    if (C.groups > 0) {
+        snprintf(g, sizeof g, "g%ld", i % C.groups);
+        go.group = g;
+    }
+    int rc = rjq_enqueue_await(queue, p, (size_t)len, C.groups > 0 ? &go : NULL, NULL, on_seq,
+                               (void *)(intptr_t)i, NULL);
     if (rc != RJQ_OK) {
         L.errors++;
         L.last_err = rc;

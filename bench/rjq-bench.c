@@ -1095,21 +1095,36 @@ static void on_seq(rjq_client *c, int status, const rjq_outcome *out, void *data
     else L.all_done = 1;
 }
 
+/* JOB_GROUPS: the job enqueued (an await's enqueue takes no group), then
+ * awaited by its id */
+static void on_seq_enqueued(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
+    (void)c;
+    int rc = status != RJQ_OK ? status : n != 1 ? RJQ_EINVAL : RJQ_OK;
+    if (rc == RJQ_OK) rc = rjq_queue_await(queue, jobs[0].id, NULL, on_seq, data, NULL);
+    if (rc != RJQ_OK) {
+        L.errors++;
+        L.last_err = rc;
+        L.all_done = 1;
+    }
+}
+
 static void seq_send(long i) {
     static char *p;
     if (p == NULL) p = payload_buf();
     int len = payload(p, i);
     L.ts[i] = now_s();
-    /* JOB_GROUPS: each job in a group, round-robin (genqueue.lua and its
-     * push to the idle worker, GROUPS.take) */
-    rjq_job_options go = RJQ_JOB_OPTIONS_INIT;
-    char g[32];
-    if (C.groups > 0) {
+    int rc;
+    if (C.groups > 0) { /* JOB_GROUPS: each job in a group, round-robin
+                         * (genqueue.lua and its push to the idle worker,
+                         * GROUPS.take), awaited by id (+1 script call) */
+        rjq_job_options go = RJQ_JOB_OPTIONS_INIT;
+        char g[32];
         snprintf(g, sizeof g, "g%ld", i % C.groups);
         go.group = g;
+        rc = rjq_enqueue(queue, p, (size_t)len, &go, on_seq_enqueued, (void *)(intptr_t)i);
+    } else {
+        rc = rjq_enqueue_await(queue, p, (size_t)len, NULL, NULL, on_seq, (void *)(intptr_t)i, NULL);
     }
-    int rc = rjq_enqueue_await(queue, p, (size_t)len, C.groups > 0 ? &go : NULL, NULL, on_seq,
-                               (void *)(intptr_t)i, NULL);
     if (rc != RJQ_OK) {
         L.errors++;
         L.last_err = rc;

@@ -930,6 +930,70 @@ TEST(group_push_heard_by_nobody_is_undone_within_the_groups_limits) {
     env_stop(&e);
 }
 
+/* The same for a weighted group's turn and a priority job (GROUPS.untake's
+ * credit and priority set): group "w" of weight 3 with four jobs (w2 of
+ * priority 5) and group "v" with one, one call, pushed to a deaf worker's
+ * 2 slots: the take starts w2 and w1 (w's turn goes on: its credit
+ * written, it keeps the ring's head); undone, w2 is back in w's priority
+ * set with its score, w1 at the head of w's list before w3 and w4, w's
+ * credit gone again, the ring's order w then v, nothing active; another
+ * worker then runs each of the five once. */
+TEST(group_push_heard_by_nobody_puts_back_a_weighted_turn_and_a_priority_job) {
+    test_env e;
+    env_start(&e, "unheardgw");
+    long lim = 0;
+    ASSERT_OK(rjq_queue_set_group_limits(e.q, "w", 0, 3, on_limited, &lim));
+    ASSERT(loop_until_count(e.base, &lim, 1, 5000));
+    runs ra = {0};
+    rjq_client *a;
+    char field[256], value[128];
+    start_deaf_worker(&e, "unheardgw", "unheardgwwkr", 2, &ra, &a, field, sizeof field, value, sizeof value);
+    long enq = 0;
+    const char *ids[5] = {"w1", "w2", "w3", "w4", "v1"};
+    for (int i = 0; i < 5; i++) { /* (one loop turn: one genqueue call) */
+        rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
+        jo.id = ids[i];
+        jo.group = i < 4 ? "w" : "v";
+        if (i == 1) jo.priority = 5;
+        ASSERT_OK(rjq_enqueue(e.q, "g", 1, &jo, on_enqueued_ok, &enq));
+    }
+    ASSERT(loop_until_count(e.base, &enq, 5, 5000));
+    ASSERT_EQ(0, server_int(e.rc, "HLEN t:{unheardgw}:idle"));
+    ASSERT_EQ(0, server_active_jobs(e.rc, "unheardgw"));
+    for (int i = 0; i < 5; i++) assert_ready_unspent(&e, "unheardgw", ids[i]);
+    const char *order[3] = {"w1", "w3", "w4"};
+    ASSERT_EQ(3, server_int(e.rc, "LLEN t:{unheardgw}:g:r:w"));
+    for (int i = 0; i < 3; i++) {
+        redisReply *r = server_cmd(e.rc, "LINDEX t:{unheardgw}:g:r:w %d", i);
+        ASSERT(r->type == REDIS_REPLY_STRING && strcmp(r->str, order[i]) == 0);
+        freeReplyObject(r);
+    }
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{unheardgw}:g:p:w"));
+    ASSERT_EQ(1, server_int(e.rc, "ZCOUNT t:{unheardgw}:g:p:w -inf (0")); /* its score: priority 5's */
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{unheardgw}:g:credit w"));
+    ASSERT_EQ(-4, server_int(e.rc, "ZSCORE t:{unheardgw}:g:depth w"));
+    redisReply *r = server_cmd(e.rc, "ZRANGE t:{unheardgw}:g:ring 0 -1");
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 2);
+    ASSERT(strcmp(r->element[0]->str, "w") == 0 && strcmp(r->element[1]->str, "v") == 0);
+    freeReplyObject(r);
+    ASSERT_EQ(5, server_int(e.rc, "HGET t:{unheardgw}:stats gready"));
+
+    runs rb = {0};
+    rjq_worker_options wo = quiet_worker_options(2);
+    rjq_worker *wb = NULL;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, on_run, &rb, &wb));
+    ASSERT(loop_until_count(e.base, &rb.done, 5, 5000));
+    ASSERT_EQ(5, rb.ran);
+    ASSERT_EQ(1, rb.attempt_max);
+    ASSERT_EQ(0, ra.ran);
+    ASSERT_EQ(0, server_active_jobs(e.rc, "unheardgw"));
+    int stopped = 0;
+    ASSERT_OK(rjq_worker_stop(wb, on_stopped, &stopped));
+    ASSERT(loop_until(e.base, &stopped, 20000));
+    rjq_client_free(a);
+    env_stop(&e);
+}
+
 /* A client holding jobs under a five-minute lease dies (freed without a
  * graceful close: to Redis the same as a SIGKILL): another client's beat
  * finds its liveness entry run out and returns its jobs at once, and they

@@ -593,11 +593,12 @@ end
 -- states per claim, not two).
 -- keep (may be nil; genqueue.lua's push): a table this call fills with
 -- what a take of ids changed, for GROUPS.untake to take it back (a push
--- heard by nobody): keep.ring, the ring's score (as text) of each group
--- visited, before its first move; keep.credit, a weighted group's credit
--- field before (false: none); keep.rated, the groups this call sent to
--- wait for their rate window; keep.score, the priority set's score of
--- each id taken off one; keep.st, the state GROUPS.started counted with.
+-- heard by nobody), each part made only when needed: keep.credit, a
+-- weighted group's credit field before (false: none); keep.rated, the
+-- groups this call sent to wait for their rate window; keep.score, the
+-- priority set's score of each id taken off one; keep.st, the state
+-- GROUPS.started counted with (its ids in take order: the groups' order
+-- in the ring before, GROUPS.untake).
 local NONE = {} -- (no ids: read only)
 function GROUPS.take(G, J, want, now, stats, has_prio, tok, deferred, keep)
   local c = {}
@@ -619,28 +620,20 @@ function GROUPS.take(G, J, want, now, stats, has_prio, tok, deferred, keep)
     local credit = weight
     if weight > 1 then
       local cv = typed('hash', 'HMGET', G .. 'credit', g)[1]
-      if keep and keep.credit[g] == nil then keep.credit[g] = cv or false end
+      if keep then
+        keep.credit = keep.credit or {}
+        if keep.credit[g] == nil then keep.credit[g] = cv or false end
+      end
       credit = tonumber(cv or weight) or weight
     end
     return limit, weight, paused, rmax, rwin, credit
   end
-  if keep then keep.ring, keep.credit, keep.rated, keep.score = {}, {}, {}, {} end
   local rounds = 0
   -- (a few groups more than wanted per round: a group whose jobs ran out
   -- since its last turn is found empty, and leaves, at its next visit)
   while #ids < want and rounds < 8 do
     rounds = rounds + 1
-    local heads
-    if keep then -- (with their turns, as text: put back as read)
-      local hw = redis.call('ZRANGE', ring, 0, num(want - #ids + 7), 'WITHSCORES')
-      heads = {}
-      for i = 1, #hw, 2 do
-        heads[#heads + 1] = hw[i]
-        if not keep.ring[hw[i]] then keep.ring[hw[i]] = hw[i + 1] end
-      end
-    else
-      heads = redis.call('ZRANGE', ring, 0, num(want - #ids + 7))
-    end
+    local heads = redis.call('ZRANGE', ring, 0, num(want - #ids + 7))
     if #heads == 0 then break end
     local back, out_ = {}, {} -- (the round's moves in the ring: one ZADD, one ZREM)
     -- The whole ring within the room (fewer groups than jobs wanted):
@@ -686,7 +679,10 @@ function GROUPS.take(G, J, want, now, stats, has_prio, tok, deferred, keep)
         if has_prio then
           local kp = keep and {}
           got = take_ready(R .. g, P .. g, n, kp)
-          if kp then for x = 2, #kp.scored, 2 do keep.score[kp.scored[x]] = kp.scored[x - 1] end end
+          if kp and #kp.scored > 0 then
+            keep.score = keep.score or {}
+            for x = 2, #kp.scored, 2 do keep.score[kp.scored[x]] = kp.scored[x - 1] end
+          end
         else got = redis.call('LPOP', R .. g, num(n)) or NONE end -- (text: see next_turn)
       end
       for _, id in ipairs(got) do ids[#ids + 1] = id; by[#ids] = g end
@@ -707,7 +703,7 @@ function GROUPS.take(G, J, want, now, stats, has_prio, tok, deferred, keep)
         if weight > 1 then redis.call('HDEL', G .. 'credit', g) end
         if rmax and not paused and r + #got >= rmax then
           rate_wait(G, g, now, rmax, rwin, used[g], r - used[g] + #got)
-          if keep then keep.rated[g] = true end
+          if keep then keep.rated = keep.rated or {}; keep.rated[g] = true end
         end
         -- (ran dry with nothing taken now: perhaps empty, GROUPS.tidy)
         if #got < n and cnt[g] == 0 then dry[#dry + 1] = g end
@@ -805,12 +801,17 @@ end
 -- or its priority set with its score), its group's active count and slot
 -- set, its start out of the group's rate log (its rate window's credit
 -- back; a group the take sent to wait for its window out of G..'rated'),
--- a weighted group's credit as it was, the group's place in the ring at
--- its turn before the take, its depth index entry (GROUPS.deepen: counted
--- from its keys when the take dropped it, which also takes it out of the
--- busy set), and the stats' ready group jobs. Only the groups of ids are
--- touched (the take's other moves, a group found empty or paused leaving
--- the ring, stand: a claim would make them).
+-- a weighted group's credit as it was, its depth index entry
+-- (GROUPS.deepen: counted from its keys when the take dropped it, which
+-- also takes it out of the busy set), and the stats' ready group jobs.
+-- The ring's order as before the take: the take visits the ring from its
+-- head and every group it visits either gives jobs (one of these) or
+-- leaves the ring, so these groups, in the order of their first ids (the
+-- take's order), were its head: they go back before every group in it
+-- (scores below its lowest, read here: nothing on the common path).
+-- Only the groups of ids are touched (the take's other moves, a group
+-- found empty or paused leaving the ring, stand: a claim would make
+-- them).
 function GROUPS.untake(G, keep, ids)
   local st = keep.st
   if #ids == 0 or not st then return end
@@ -824,11 +825,11 @@ function GROUPS.untake(G, keep, ids)
       per[g][#per[g] + 1] = id
     end
   end
-  local d, ring = {}, {}
+  local d, score, rated, credit = {}, keep.score or {}, keep.rated or {}, keep.credit or {}
   for _, g in ipairs(gs) do
     local list, plain, za = per[g], {}, {}
     for _, id in ipairs(list) do
-      local sc = keep.score[id]
+      local sc = score[id]
       if sc then za[#za + 1] = sc; za[#za + 1] = id else plain[#plain + 1] = id end
     end
     if #za > 0 then redis.call('ZADD', G .. 'p:' .. g, unpack(za)) end
@@ -844,14 +845,16 @@ function GROUPS.untake(G, keep, ids)
       for x, id in ipairs(list) do m[x] = st.tok .. ' ' .. id end
       redis.call('ZREM', G .. 's:' .. g, unpack(m))
     end
-    if keep.rated[g] then redis.call('ZREM', G .. 'rated', g) end
-    local cv = keep.credit[g]
+    if rated[g] then redis.call('ZREM', G .. 'rated', g) end
+    local cv = credit[g]
     if cv then redis.call('HSET', G .. 'credit', g, cv)
     elseif cv == false then redis.call('HDEL', G .. 'credit', g) end
-    if keep.ring[g] then ring[#ring + 1] = keep.ring[g]; ring[#ring + 1] = g end
     GROUPS.deepen(G, g, #list)
   end
   GROUPS.count(G, gs, d)
-  if #ring > 0 then redis.call('ZADD', G .. 'ring', unpack(ring)) end
+  local h = redis.call('ZRANGE', G .. 'ring', 0, 0, 'WITHSCORES')
+  local low, ring = h[2] and math.floor(tonumber(h[2]) or 0) or 0, {}
+  for k, g in ipairs(gs) do ring[#ring + 1] = low - #gs + k - 1; ring[#ring + 1] = g end
+  redis.call('ZADD', G .. 'ring', unpack(ring))
   redis.call('HINCRBY', st.stats, 'gready', #ids)
 end

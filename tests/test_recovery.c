@@ -998,6 +998,78 @@ TEST(group_push_heard_by_nobody_puts_back_a_weighted_turn_and_a_priority_job) {
     env_stop(&e);
 }
 
+/* A monitor's view of a push heard by nobody: the events it gets (any
+ * script's, in order) as "<event> <id>". */
+static char unheard_seen[32][320];
+static long unheard_nseen;
+
+static void note_event(rjq_client *c, const char *event, const char *id, void *data) {
+    (void)c, (void)data;
+    if (unheard_nseen < 32) snprintf(unheard_seen[unheard_nseen++], sizeof unheard_seen[0], "%s %s", event, id);
+}
+
+static int unheard_has(const char *event, const char *id) {
+    size_t n = strlen(event);
+    for (long i = 0; i < unheard_nseen; i++)
+        if (strncmp(unheard_seen[i], event, n) == 0 && unheard_seen[i][n] == ' ' &&
+            strcmp(unheard_seen[i] + n + 1, id) == 0)
+            return 1;
+    return 0;
+}
+
+/* A push heard by nobody sends a monitor no "active" event, only
+ * "enqueued": the undone push's events are held until its PUBLISH counted
+ * a subscriber (enqueue_one.lua's emit after the count; lib.lua
+ * push_to_idle's evs, for enqueue.lua's and genqueue.lua's pushes), and
+ * events reach monitors when the call ends. A monitored queue and a deaf
+ * worker (its subscriber connection killed, its registration left): a
+ * plain job (enqueue_one.lua), a job with an id (enqueue.lua) and a group
+ * job (genqueue.lua) are each pushed to it (its registration written back
+ * each time) and undone; the monitor, once a barrier on its subscriber
+ * connection passed, saw "enqueued" for each and no "active". (An undo
+ * that emitted "active" fails here.) */
+TEST(push_heard_by_nobody_sends_monitors_enqueued_and_no_active) {
+    test_env e;
+    env_start(&e, "unheardmon");
+    rjq_monitor *m;
+    ASSERT_OK(rjq_queue_monitor(e.q, note_event, NULL, &m));
+    WAIT_FOR(e.base, server_int(e.rc, "EXISTS t:{unheardmon}:monitored") == 1, 5000);
+    wait_monitoring(e.base, e.c, "unheardmon");
+    runs ra = {0};
+    rjq_client *a;
+    char field[256], value[128];
+    start_deaf_worker(&e, "unheardmon", "unheardmonwkr", 2, &ra, &a, field, sizeof field, value, sizeof value);
+
+    char ids[3][256];
+    for (int k = 0; k < 3; k++) {
+        if (k > 0) { /* the same stale registration again */
+            redisReply *h = server_cmd(e.rc, "HSET t:{unheardmon}:idle %s %s", field, value);
+            freeReplyObject(h);
+        }
+        rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
+        if (k == 1) jo.id = "named";
+        if (k == 2) jo.group = "ten";
+        enqueue_wait ew = enqueue_job(e.base, e.q, "x", &jo);
+        ASSERT_OK(ew.status);
+        snprintf(ids[k], sizeof ids[k], "%s", ew.id);
+        /* undone: the stale registration dropped, the job ready */
+        ASSERT_EQ(0, server_int(e.rc, "HLEN t:{unheardmon}:idle"));
+        ASSERT_EQ(0, server_active_jobs(e.rc, "unheardmon"));
+        assert_ready_unspent(&e, "unheardmon", ids[k]);
+    }
+    ASSERT_EQ(2, server_int(e.rc, "LLEN t:{unheardmon}:ready"));
+    ASSERT_EQ(1, server_int(e.rc, "LLEN t:{unheardmon}:g:r:ten"));
+    subscriber_barrier(e.base, e.c, e.rc); /* every event of those calls has come */
+    for (int k = 0; k < 3; k++) {
+        if (!unheard_has("enqueued", ids[k])) FAIL_AT(__FILE__, __LINE__, "no \"enqueued %s\"", ids[k]);
+        if (unheard_has("active", ids[k])) FAIL_AT(__FILE__, __LINE__, "\"active %s\" of an undone push", ids[k]);
+    }
+    ASSERT_OK(rjq_monitor_stop(m));
+    ASSERT_EQ(0, ra.ran);
+    rjq_client_free(a);
+    env_stop(&e);
+}
+
 /* A client holding jobs under a five-minute lease dies (freed without a
  * graceful close: to Redis the same as a SIGKILL): another client's beat
  * finds its liveness entry run out and returns its jobs at once, and they

@@ -241,6 +241,12 @@ call_all('HSET', J.d, dcol, 2)
 call_all('HSET', J.o, ocol, 2)
 call_all('HSET', groups .. 'job', jcol, 2)
 call_all('HSET', J.s, scol, 2)
+-- monitors: each new job's 'enqueued' (as enqueue.lua's), once it is
+-- written; the push below emits its jobs' 'active' after, when heard
+local emit = monitor(monitored, events, now)
+if emit ~= UNMONITORED then
+  for _, k in ipairs(new) do emit('enqueued', out[2 * k - 1]) end
+end
 -- (meta groups: '1' group jobs, '2' of priorities other than 0 too: the
 -- claim then reads each group's priority set, GROUPS.take)
 if any_prio then redis.call('HSET', meta, 'groups', '2') else redis.call('HSETNX', meta, 'groups', '1') end
@@ -311,7 +317,7 @@ if #gready > 0 then
       return got, load_jobs(J, got)
     end
     local back = undoable and function(ids) GROUPS.untake(groups, keep, ids) end or nil
-    local _, undone = push_to_idle(J, active, idle, tbase, total, monitor(monitored, events, now), pick, take,
+    local _, undone = push_to_idle(J, active, idle, tbase, total, emit, pick, take,
                                    deadlines, now, nil, nil, back)
     -- jobs of a push heard by nobody are ready again: idle workers woken
     -- (below when the ring was empty)

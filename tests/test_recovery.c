@@ -1035,6 +1035,9 @@ TEST(push_heard_by_nobody_sends_monitors_enqueued_and_no_active) {
     ASSERT_OK(rjq_queue_monitor(e.q, note_event, NULL, &m));
     WAIT_FOR(e.base, server_int(e.rc, "EXISTS t:{unheardmon}:monitored") == 1, 5000);
     wait_monitoring(e.base, e.c, "unheardmon");
+    /* (the handle's first enqueue learns the queue's index fields, so the
+     * plain job below takes the lean call: a job delayed an hour) */
+    enqueue_x_ok(e.base, e.q, "later", 3600000, 0);
     runs ra = {0};
     rjq_client *a;
     char field[256], value[128];

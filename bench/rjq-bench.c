@@ -65,7 +65,7 @@ static struct config {
     int port;
     long n, bulk, bulk_window, window, conc, rate, secs, depth, warm, timeout_s;
     long payload_bytes;       /* PAYLOAD_BYTES: each payload's length (0: tiny) */
-    long groups;              /* JOB_GROUPS: drain jobs spread over this many job groups (0: none) */
+    long groups;              /* JOB_GROUPS: drain (and awaited-seq) jobs spread over this many job groups (0: none) */
     size_t payload_max;       /* room for one payload and its NUL */
     long long retention_ms;
     long long history_flush_ms; /* HISTORY_FLUSH_MS: the queue's history (-1: off) */
@@ -1095,12 +1095,36 @@ static void on_seq(rjq_client *c, int status, const rjq_outcome *out, void *data
     else L.all_done = 1;
 }
 
+/* JOB_GROUPS: the job enqueued (an await's enqueue takes no group), then
+ * awaited by its id */
+static void on_seq_enqueued(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
+    (void)c;
+    int rc = status != RJQ_OK ? status : n != 1 ? RJQ_EINVAL : RJQ_OK;
+    if (rc == RJQ_OK) rc = rjq_queue_await(queue, jobs[0].id, NULL, on_seq, data, NULL);
+    if (rc != RJQ_OK) {
+        L.errors++;
+        L.last_err = rc;
+        L.all_done = 1;
+    }
+}
+
 static void seq_send(long i) {
     static char *p;
     if (p == NULL) p = payload_buf();
     int len = payload(p, i);
     L.ts[i] = now_s();
-    int rc = rjq_enqueue_await(queue, p, (size_t)len, NULL, NULL, on_seq, (void *)(intptr_t)i, NULL);
+    int rc;
+    if (C.groups > 0) { /* JOB_GROUPS: each job in a group, round-robin
+                         * (genqueue.lua and its push to the idle worker,
+                         * GROUPS.take), awaited by id (+1 script call) */
+        rjq_job_options go = RJQ_JOB_OPTIONS_INIT;
+        char g[32];
+        snprintf(g, sizeof g, "g%ld", i % C.groups);
+        go.group = g;
+        rc = rjq_enqueue(queue, p, (size_t)len, &go, on_seq_enqueued, (void *)(intptr_t)i);
+    } else {
+        rc = rjq_enqueue_await(queue, p, (size_t)len, NULL, NULL, on_seq, (void *)(intptr_t)i, NULL);
+    }
     if (rc != RJQ_OK) {
         L.errors++;
         L.last_err = rc;

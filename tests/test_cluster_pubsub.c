@@ -422,3 +422,130 @@ TEST(master_killed_replica_promoted_awaits_are_answered) {
     event_base_free(base);
     cluster_stop(&cl);
 }
+
+/* The smessages an observer receives before the marker message (its
+ * payload "marker"), which the test SPUBLISHes on the master after what it
+ * checks: whatever the master published before reaches the observer
+ * before it (one cluster bus link, in order), so no wait is timed. */
+static long messages_before_marker(redisContext *rc) {
+    struct timeval tv = {30, 0};
+    redisSetTimeout(rc, tv);
+    long n = 0;
+    for (;;) {
+        redisReply *r = NULL;
+        if (redisGetReply(rc, (void **)&r) != REDIS_OK) FAIL_AT(__FILE__, __LINE__, "no marker heard");
+        int marker = 0, msg = r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
+                              strcmp(r->element[0]->str, "smessage") == 0;
+        if (msg) marker = strcmp(r->element[2]->str, "marker") == 0;
+        freeReplyObject(r);
+        if (marker) return n;
+        n += msg;
+    }
+}
+
+static void count_and_complete(rjq_job *job, void *data) {
+    (*(long *)data)++;
+    rjq_job_complete(job, NULL, 0, NULL, NULL);
+}
+
+/* gpush2: a group enqueue's push (genqueue.lua) on a cluster asks PUBSUB
+ * SHARDNUMSUB first and is never undone, as every push there (fef7b7d): a
+ * SPUBLISH also reaches the subscribers of the shard's replicas and counts
+ * the master's own only, so its 0 proves nothing. A registration whose
+ * channel has a subscriber on the master's replica only (an observer
+ * SSUBSCRIBEd there, as a worker left on a demoted master would be): the
+ * group enqueue counts 0 subscribers on the master and publishes nothing
+ * (the registration dropped, the job left ready in its group, nothing
+ * active); the observer hears no push. (With one server's rule on a
+ * cluster, no count and an undo of a push heard by nobody, the SPUBLISH
+ * reaches the observer while the master counts 0 and undoes it: a worker
+ * there would run a job that is pushed again.) Then a listening worker:
+ * a group job is pushed to it after a SHARDNUMSUB, and runs once. */
+TEST(group_push_on_a_cluster_asks_shardnumsub_and_is_never_undone) {
+    test_cluster cl;
+    cluster_start(&cl, 0);
+    char name[32];
+    cluster_name_on(&cl, 0, "gpc", name, sizeof name);
+    int r = cluster_replica_of(&cl, 0);
+    ASSERT(r >= 0);
+    struct event_base *base = event_base_new();
+    rjq_client *c = cluster_client(base, cl.url);
+    rjq_queue *q;
+    ASSERT_OK(rjq_queue_open(c, name, NULL, &q));
+    redisContext *mc = cluster_connect(&cl, 0);
+
+    /* a worker's registration, copied, the worker stopped */
+    long ran = 0;
+    rjq_worker_options wo = RJQ_WORKER_OPTIONS_INIT;
+    wo.concurrency = 2;
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(q, &wo, count_and_complete, &ran, &w));
+    ASSERT(loop_until_server_int(base, mc, 1, 30000, "HLEN t:{%s}:idle", name));
+    redisReply *h = server_cmd(mc, "HGETALL t:{%s}:idle", name);
+    ASSERT(h->type == REDIS_REPLY_ARRAY && h->elements == 2);
+    char wid[128], value[128];
+    const char *sp = strchr(h->element[0]->str, ' ');
+    ASSERT(sp != NULL && (size_t)(sp - h->element[0]->str) < sizeof wid);
+    snprintf(wid, sizeof wid, "%.*s", (int)(sp - h->element[0]->str), h->element[0]->str);
+    snprintf(value, sizeof value, "%s", h->element[1]->str);
+    freeReplyObject(h);
+    stop_wait sw = {0};
+    ASSERT_OK(rjq_worker_stop(w, on_stop_wait, &sw));
+    ASSERT(loop_until(base, &sw.done, 20000));
+    ASSERT(loop_until_server_int(base, mc, 0, 20000, "HLEN t:{%s}:idle", name));
+
+    /* the same registration on a channel heard on the replica only */
+    char deaf[96];
+    snprintf(deaf, sizeof deaf, "t:{%s}:push:deaf", name);
+    redisContext *obs = cluster_connect(&cl, r);
+    redisReply *s = server_cmd(obs, "SSUBSCRIBE %s", deaf);
+    ASSERT(s->type == REDIS_REPLY_ARRAY && s->elements == 3);
+    freeReplyObject(s);
+    wait_subs(base, &cl, r, deaf, NULL, 1);
+    ASSERT_EQ(0, shardnumsub(&cl, 0, deaf));
+    char field[256];
+    snprintf(field, sizeof field, "%s %s", wid, deaf);
+    h = server_cmd(mc, "HSET t:{%s}:idle %s %s", name, field, value);
+    ASSERT(h->type == REDIS_REPLY_INTEGER && h->integer == 1);
+    freeReplyObject(h);
+    long long asked = cluster_node_calls(&cl, 0, "pubsub|shardnumsub");
+    rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
+    jo.group = "ten";
+    enqueue_wait ew = enqueue_job(base, q, "g1", &jo);
+    ASSERT_OK(ew.status);
+    ASSERT(cluster_node_calls(&cl, 0, "pubsub|shardnumsub") > asked);
+    ASSERT_EQ(0, server_int(mc, "HLEN t:{%s}:idle", name)); /* the stale registration dropped */
+    ASSERT_EQ(0, server_active_jobs(mc, name));
+    ASSERT_EQ(1, server_int(mc, "LLEN t:{%s}:g:r:ten", name));
+    h = server_cmd(mc, "HGET t:{%s}:state %s", name, ew.id);
+    ASSERT(h->type == REDIS_REPLY_STRING && strncmp(h->str, "ready 0 @", 9) == 0);
+    freeReplyObject(h);
+    h = server_cmd(mc, "SPUBLISH %s marker", deaf);
+    freeReplyObject(h);
+    ASSERT_EQ(0, messages_before_marker(obs));
+    redisFree(obs);
+
+    /* a listening worker: it claims g1, registers, and g2 is pushed to it
+     * after a SHARDNUMSUB */
+    wo.concurrency = 1;
+    ASSERT_OK(rjq_worker_start(q, &wo, count_and_complete, &ran, &w));
+    ASSERT(loop_until_count(base, &ran, 1, 30000));
+    ASSERT(loop_until_server_int(base, mc, 1, 30000, "HLEN t:{%s}:idle", name));
+    char pat[64];
+    snprintf(pat, sizeof pat, "t:{%s}:push:*", name);
+    redisContext *seen = observe(&cl, 0, pat);
+    asked = cluster_node_calls(&cl, 0, "pubsub|shardnumsub");
+    ew = enqueue_job(base, q, "g2", &jo);
+    ASSERT_OK(ew.status);
+    ASSERT(loop_until_count(base, &ran, 2, 30000));
+    ASSERT(cluster_node_calls(&cl, 0, "pubsub|shardnumsub") > asked);
+    ASSERT(observed(seen) >= 1); /* pushed, not claimed */
+    redisFree(seen);
+    ASSERT_EQ(2, ran);
+    WAIT_FOR(base, server_active_jobs(mc, name) == 0, 30000);
+    rjq_worker_stop(w, NULL, NULL);
+    redisFree(mc);
+    rjq_client_free(c);
+    event_base_free(base);
+    cluster_stop(&cl);
+}

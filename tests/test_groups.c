@@ -41,8 +41,10 @@
 /* (an_enqueue_behind_a_groups_ready_jobs_asks_the_ring_nothing...: the ring's
  * ZSCORE, a score printed per enqueue, skipped when the depth index's answer says
  * the group had ready ids and it has no limit, rate or pause: 29 -> 28, gcuts; nor the listing's ZADD NX: a group in the
- * index is listed, 28 -> 27) */
-#define GROUP_ENQUEUE_BEHIND_COMMANDS 27
+ * index is listed, 28 -> 27; the monitor key's EXISTS, for each new job's
+ * 'enqueued' event, which genqueue.lua never emitted: 27 -> 28, gpush2; a call
+ * that pushes asked it already) */
+#define GROUP_ENQUEUE_BEHIND_COMMANDS 28
 
 static enqueue_wait enqueue_in(test_env *e, rjq_queue *q, const char *payload, const char *group,
                                int priority) {

@@ -640,7 +640,8 @@ TEST(lean_pair_not_taken_for_a_bounded_queue_nor_by_completions_of_a_queue_with_
 }
 
 /* npush36: the general enqueue's push (enqueue.lua: a bounded queue's job,
- * a batch, a job with an id, a priority job) asks no PUBSUB NUMSUB: each
+ * a batch, a job with an id, a priority job; since gpushundo a group
+ * enqueue's, genqueue.lua) asks no PUBSUB NUMSUB: each
  * message's PUBLISH reply is the proof its worker listens (a message heard
  * by nobody is undone: test_recovery
  * general_push_heard_by_nobody_is_undone_for_batches_ids_and_priorities).
@@ -700,6 +701,21 @@ TEST(general_enqueue_push_asks_no_pubsub_numsub) {
     ASSERT_EQ(numsub, server_calls(e.env.rc, "pubsub|numsub"));
     while (e.h.n > 0) release_one(&e.h, &done);
     ASSERT(loop_until_count(e.env.base, &done, 8, 5000));
+    ASSERT(wait_registration(e.env.base, e.env.rc, "gn", 4));
+    /* gpushundo: a group enqueue (genqueue.lua, GROUPS.take's push) asks
+     * none either (a message heard by nobody is undone: test_recovery
+     * group_push_heard_by_nobody_is_undone_within_the_groups_limits) */
+    numsub = server_calls(e.env.rc, "pubsub|numsub");
+    rjq_job_options go = RJQ_JOB_OPTIONS_INIT;
+    go.group = "ga";
+    ASSERT_OK(rjq_enqueue(e.env.q, "g1", 2, &go, NULL, NULL));
+    go.group = "gb";
+    ASSERT_OK(rjq_enqueue(e.env.q, "g2", 2, &go, NULL, NULL));
+    ASSERT(loop_until_count(e.env.base, &e.h.handled, 10, 5000));
+    ASSERT_EQ(numsub, server_calls(e.env.rc, "pubsub|numsub"));
+    ASSERT_EQ(0, server_int(e.env.rc, "ZCARD t:{gn}:g:depth"));
+    while (e.h.n > 0) release_one(&e.h, &done);
+    ASSERT(loop_until_count(e.env.base, &done, 10, 5000));
     ASSERT_EQ(0, server_active_jobs(e.env.rc, "gn"));
     push_stop(&e);
 }

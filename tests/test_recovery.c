@@ -832,6 +832,247 @@ TEST(general_push_heard_by_nobody_is_undone_for_batches_ids_and_priorities) {
     env_stop(&e);
 }
 
+static void on_limited(rjq_client *c, int status, long long n, void *data) {
+    (void)c, (void)n;
+    ASSERT(status >= 0);
+    (*(long *)data)++;
+}
+
+/* gpushundo: a group enqueue's push (genqueue.lua, GROUPS.take) asks no
+ * PUBSUB NUMSUB either, and a message heard by nobody is undone in the same
+ * call (GROUPS.untake): two groups, "c" with a concurrency limit of 1 and
+ * "r" with a rate of 2 starts a minute, two jobs each, one loop turn (one
+ * call) pushed to a deaf worker's 4 slots: the take starts c's first and
+ * both of r's (r then waits for its window, c is at its limit), the message
+ * reaches nobody. Afterwards every job is ready in its group again (its
+ * attempt unspent, in order), the groups' active counts and slot set are
+ * empty, r's rate log holds none of the starts and r waits for no window,
+ * the depth index counts 2 each, both groups are in the ring in their
+ * order, the stale
+ * registration is dropped and nothing is active. Another worker then runs
+ * each job once within the limits (c's second only after its first is
+ * done). (With the undo left out, the jobs stay active under the dead
+ * push's token and the groups' counts hold them.) */
+TEST(group_push_heard_by_nobody_is_undone_within_the_groups_limits) {
+    test_env e;
+    env_start(&e, "unheardgr");
+    long lim = 0;
+    rjq_group_limits l = RJQ_GROUP_LIMITS_INIT;
+    l.concurrency = 1;
+    ASSERT_OK(rjq_queue_limit_group(e.q, "c", &l, on_limited, &lim));
+    l = (rjq_group_limits)RJQ_GROUP_LIMITS_INIT;
+    l.rate = 2;
+    l.rate_window_ms = 60000;
+    ASSERT_OK(rjq_queue_limit_group(e.q, "r", &l, on_limited, &lim));
+    ASSERT(loop_until_count(e.base, &lim, 2, 5000));
+
+    runs ra = {0};
+    rjq_client *a;
+    char field[256], value[128];
+    start_deaf_worker(&e, "unheardgr", "unheardgrwkr", 4, &ra, &a, field, sizeof field, value, sizeof value);
+    long long numsub = server_calls(e.rc, "pubsub|numsub");
+    long enq = 0;
+    rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
+    const char *ids[4] = {"c1", "r1", "c2", "r2"};
+    for (int i = 0; i < 4; i++) { /* (one loop turn: one genqueue call) */
+        jo.id = ids[i];
+        jo.group = ids[i][0] == 'c' ? "c" : "r";
+        ASSERT_OK(rjq_enqueue(e.q, "g", 1, &jo, on_enqueued_ok, &enq));
+    }
+    ASSERT(loop_until_count(e.base, &enq, 4, 5000));
+    ASSERT_EQ(numsub, server_calls(e.rc, "pubsub|numsub"));
+    ASSERT_EQ(0, server_int(e.rc, "HLEN t:{unheardgr}:idle")); /* the stale registration dropped */
+    ASSERT_EQ(0, server_active_jobs(e.rc, "unheardgr"));
+    for (int i = 0; i < 4; i++) assert_ready_unspent(&e, "unheardgr", ids[i]);
+    const char *grp[2] = {"c", "r"};
+    for (int k = 0; k < 2; k++) {
+        for (int i = 0; i < 2; i++) { /* in their order */
+            redisReply *r = server_cmd(e.rc, "LINDEX t:{unheardgr}:g:r:%s %d", grp[k], i);
+            ASSERT(r->type == REDIS_REPLY_STRING);
+            ASSERT(r->str[0] == grp[k][0] && r->str[1] == '1' + i);
+            freeReplyObject(r);
+        }
+        ASSERT_EQ(-2, server_int(e.rc, "ZSCORE t:{unheardgr}:g:depth %s", grp[k]));
+        ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{unheardgr}:g:act %s", grp[k]));
+    }
+    redisReply *ring = server_cmd(e.rc, "ZRANGE t:{unheardgr}:g:ring 0 -1"); /* in the ring, in order */
+    ASSERT(ring->type == REDIS_REPLY_ARRAY && ring->elements == 2);
+    ASSERT(strcmp(ring->element[0]->str, "c") == 0 && strcmp(ring->element[1]->str, "r") == 0);
+    freeReplyObject(ring);
+    ASSERT_EQ(0, server_int(e.rc, "SCARD t:{unheardgr}:g:a:c"));
+    ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{unheardgr}:g:s:r"));
+    ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{unheardgr}:g:rated"));
+    ASSERT_EQ(4, server_int(e.rc, "HGET t:{unheardgr}:stats gready"));
+
+    /* another worker (4 slots, holding its jobs) starts c1, r1, r2: c2
+     * waits for c's slot */
+    runs rb = {.keep = 1};
+    rjq_worker_options wo = quiet_worker_options(4);
+    rjq_worker *wb = NULL;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, on_run, &rb, &wb));
+    ASSERT(loop_until_count(e.base, &rb.ran, 3, 5000));
+    ASSERT_EQ(1, server_int(e.rc, "HGET t:{unheardgr}:g:act c"));
+    ASSERT_EQ(2, server_int(e.rc, "HGET t:{unheardgr}:g:act r"));
+    ASSERT_EQ(1, server_int(e.rc, "LLEN t:{unheardgr}:g:r:c"));
+    ASSERT_EQ(3, rb.ran);
+    for (long i = 0; i < rb.nheld; i++) {
+        ASSERT(strcmp(rjq_job_get_id(rb.held[i]), "c2") != 0);
+        ASSERT_OK(rjq_job_complete(rb.held[i], "ok", 2, on_done_ok, &rb.done));
+    }
+    rb.nheld = 0;
+    ASSERT(loop_until_count(e.base, &rb.ran, 4, 5000)); /* c2, once c's slot is free */
+    ASSERT_EQ(1, rb.attempt_max);
+    for (long i = 0; i < rb.nheld; i++) ASSERT_OK(rjq_job_complete(rb.held[i], "ok", 2, on_done_ok, &rb.done));
+    ASSERT(loop_until_count(e.base, &rb.done, 4, 5000));
+    ASSERT_EQ(4, rb.ran);
+    ASSERT_EQ(0, ra.ran);
+    ASSERT_EQ(0, server_active_jobs(e.rc, "unheardgr"));
+    int stopped = 0;
+    ASSERT_OK(rjq_worker_stop(wb, on_stopped, &stopped));
+    ASSERT(loop_until(e.base, &stopped, 20000));
+    rjq_client_free(a);
+    env_stop(&e);
+}
+
+/* The same for a weighted group's turn and a priority job (GROUPS.untake's
+ * credit and priority set): group "w" of weight 3 with four jobs (w2 of
+ * priority 5) and group "v" with one, one call, pushed to a deaf worker's
+ * 2 slots: the take starts w2 and w1 (w's turn goes on: its credit
+ * written, it keeps the ring's head); undone, w2 is back in w's priority
+ * set with its score, w1 at the head of w's list before w3 and w4, w's
+ * credit gone again, the ring's order w then v, nothing active; another
+ * worker then runs each of the five once. */
+TEST(group_push_heard_by_nobody_puts_back_a_weighted_turn_and_a_priority_job) {
+    test_env e;
+    env_start(&e, "unheardgw");
+    long lim = 0;
+    ASSERT_OK(rjq_queue_set_group_limits(e.q, "w", 0, 3, on_limited, &lim));
+    ASSERT(loop_until_count(e.base, &lim, 1, 5000));
+    runs ra = {0};
+    rjq_client *a;
+    char field[256], value[128];
+    start_deaf_worker(&e, "unheardgw", "unheardgwwkr", 2, &ra, &a, field, sizeof field, value, sizeof value);
+    long enq = 0;
+    const char *ids[5] = {"w1", "w2", "w3", "w4", "v1"};
+    for (int i = 0; i < 5; i++) { /* (one loop turn: one genqueue call) */
+        rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
+        jo.id = ids[i];
+        jo.group = i < 4 ? "w" : "v";
+        if (i == 1) jo.priority = 5;
+        ASSERT_OK(rjq_enqueue(e.q, "g", 1, &jo, on_enqueued_ok, &enq));
+    }
+    ASSERT(loop_until_count(e.base, &enq, 5, 5000));
+    ASSERT_EQ(0, server_int(e.rc, "HLEN t:{unheardgw}:idle"));
+    ASSERT_EQ(0, server_active_jobs(e.rc, "unheardgw"));
+    for (int i = 0; i < 5; i++) assert_ready_unspent(&e, "unheardgw", ids[i]);
+    const char *order[3] = {"w1", "w3", "w4"};
+    ASSERT_EQ(3, server_int(e.rc, "LLEN t:{unheardgw}:g:r:w"));
+    for (int i = 0; i < 3; i++) {
+        redisReply *r = server_cmd(e.rc, "LINDEX t:{unheardgw}:g:r:w %d", i);
+        ASSERT(r->type == REDIS_REPLY_STRING && strcmp(r->str, order[i]) == 0);
+        freeReplyObject(r);
+    }
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{unheardgw}:g:p:w"));
+    ASSERT_EQ(1, server_int(e.rc, "ZCOUNT t:{unheardgw}:g:p:w -inf (0")); /* its score: priority 5's */
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{unheardgw}:g:credit w"));
+    ASSERT_EQ(-4, server_int(e.rc, "ZSCORE t:{unheardgw}:g:depth w"));
+    redisReply *r = server_cmd(e.rc, "ZRANGE t:{unheardgw}:g:ring 0 -1");
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 2);
+    ASSERT(strcmp(r->element[0]->str, "w") == 0 && strcmp(r->element[1]->str, "v") == 0);
+    freeReplyObject(r);
+    ASSERT_EQ(5, server_int(e.rc, "HGET t:{unheardgw}:stats gready"));
+
+    runs rb = {0};
+    rjq_worker_options wo = quiet_worker_options(2);
+    rjq_worker *wb = NULL;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, on_run, &rb, &wb));
+    ASSERT(loop_until_count(e.base, &rb.done, 5, 5000));
+    ASSERT_EQ(5, rb.ran);
+    ASSERT_EQ(1, rb.attempt_max);
+    ASSERT_EQ(0, ra.ran);
+    ASSERT_EQ(0, server_active_jobs(e.rc, "unheardgw"));
+    int stopped = 0;
+    ASSERT_OK(rjq_worker_stop(wb, on_stopped, &stopped));
+    ASSERT(loop_until(e.base, &stopped, 20000));
+    rjq_client_free(a);
+    env_stop(&e);
+}
+
+/* A monitor's view of a push heard by nobody: the events it gets (any
+ * script's, in order) as "<event> <id>". */
+static char unheard_seen[32][320];
+static long unheard_nseen;
+
+static void note_event(rjq_client *c, const char *event, const char *id, void *data) {
+    (void)c, (void)data;
+    if (unheard_nseen < 32) snprintf(unheard_seen[unheard_nseen++], sizeof unheard_seen[0], "%s %s", event, id);
+}
+
+static int unheard_has(const char *event, const char *id) {
+    size_t n = strlen(event);
+    for (long i = 0; i < unheard_nseen; i++)
+        if (strncmp(unheard_seen[i], event, n) == 0 && unheard_seen[i][n] == ' ' &&
+            strcmp(unheard_seen[i] + n + 1, id) == 0)
+            return 1;
+    return 0;
+}
+
+/* A push heard by nobody sends a monitor no "active" event, only
+ * "enqueued": the undone push's events are held until its PUBLISH counted
+ * a subscriber (enqueue_one.lua's emit after the count; lib.lua
+ * push_to_idle's evs, for enqueue.lua's and genqueue.lua's pushes), and
+ * events reach monitors when the call ends. A monitored queue and a deaf
+ * worker (its subscriber connection killed, its registration left): a
+ * plain job (enqueue_one.lua), a job with an id (enqueue.lua) and a group
+ * job (genqueue.lua) are each pushed to it (its registration written back
+ * each time) and undone; the monitor, once a barrier on its subscriber
+ * connection passed, saw "enqueued" for each and no "active". (An undo
+ * that emitted "active" fails here.) */
+TEST(push_heard_by_nobody_sends_monitors_enqueued_and_no_active) {
+    test_env e;
+    env_start(&e, "unheardmon");
+    rjq_monitor *m;
+    ASSERT_OK(rjq_queue_monitor(e.q, note_event, NULL, &m));
+    WAIT_FOR(e.base, server_int(e.rc, "EXISTS t:{unheardmon}:monitored") == 1, 5000);
+    wait_monitoring(e.base, e.c, "unheardmon");
+    /* (the handle's first enqueue learns the queue's index fields, so the
+     * plain job below takes the lean call: a job delayed an hour) */
+    enqueue_x_ok(e.base, e.q, "later", 3600000, 0);
+    runs ra = {0};
+    rjq_client *a;
+    char field[256], value[128];
+    start_deaf_worker(&e, "unheardmon", "unheardmonwkr", 2, &ra, &a, field, sizeof field, value, sizeof value);
+
+    char ids[3][256];
+    for (int k = 0; k < 3; k++) {
+        if (k > 0) { /* the same stale registration again */
+            redisReply *h = server_cmd(e.rc, "HSET t:{unheardmon}:idle %s %s", field, value);
+            freeReplyObject(h);
+        }
+        rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
+        if (k == 1) jo.id = "named";
+        if (k == 2) jo.group = "ten";
+        enqueue_wait ew = enqueue_job(e.base, e.q, "x", &jo);
+        ASSERT_OK(ew.status);
+        snprintf(ids[k], sizeof ids[k], "%s", ew.id);
+        /* undone: the stale registration dropped, the job ready */
+        ASSERT_EQ(0, server_int(e.rc, "HLEN t:{unheardmon}:idle"));
+        ASSERT_EQ(0, server_active_jobs(e.rc, "unheardmon"));
+        assert_ready_unspent(&e, "unheardmon", ids[k]);
+    }
+    ASSERT_EQ(2, server_int(e.rc, "LLEN t:{unheardmon}:ready"));
+    ASSERT_EQ(1, server_int(e.rc, "LLEN t:{unheardmon}:g:r:ten"));
+    subscriber_barrier(e.base, e.c, e.rc); /* every event of those calls has come */
+    for (int k = 0; k < 3; k++) {
+        if (!unheard_has("enqueued", ids[k])) FAIL_AT(__FILE__, __LINE__, "no \"enqueued %s\"", ids[k]);
+        if (unheard_has("active", ids[k])) FAIL_AT(__FILE__, __LINE__, "\"active %s\" of an undone push", ids[k]);
+    }
+    ASSERT_OK(rjq_monitor_stop(m));
+    ASSERT_EQ(0, ra.ran);
+    rjq_client_free(a);
+    env_stop(&e);
+}
+
 /* A client holding jobs under a five-minute lease dies (freed without a
  * graceful close: to Redis the same as a SIGKILL): another client's beat
  * finds its liveness entry run out and returns its jobs at once, and they

@@ -13,8 +13,12 @@
 -- CONTROL_MARK), the call's ready jobs are pushed to the idle workers
 -- (push_to_idle), those the claim would start next (GROUPS.take: the
 -- ring's next turns, within their groups' limits; not always the new
--- jobs). The queue's meta field 'groups' is set, so claims serve the
--- groups from then on.
+-- jobs); on one server a message heard by nobody is undone in the call
+-- (its jobs back where the take took them, GROUPS.untake; the stale
+-- registration dropped, the doorbell rung); on a cluster PUBSUB
+-- SHARDNUMSUB is asked first and nothing is undone (lib.lua
+-- push_to_idle). The queue's meta field 'groups' is set, so
+-- claims serve the groups from then on.
 -- KEYS (src/keys.def; bound to these locals): stats, cols, meta, groups,
 --       ready, prio, delayed, active, idle, monitored, events, deadlines
 -- ARGV: 1 the queue's max waiting jobs (0: no bound), 2 token base for
@@ -237,6 +241,12 @@ call_all('HSET', J.d, dcol, 2)
 call_all('HSET', J.o, ocol, 2)
 call_all('HSET', groups .. 'job', jcol, 2)
 call_all('HSET', J.s, scol, 2)
+-- monitors: each new job's 'enqueued' (as enqueue.lua's), once it is
+-- written; the push below emits its jobs' 'active' after, when heard
+local emit = monitor(monitored, events, now)
+if emit ~= UNMONITORED then
+  for _, k in ipairs(new) do emit('enqueued', out[2 * k - 1]) end
+end
 -- (meta groups: '1' group jobs, '2' of priorities other than 0 too: the
 -- claim then reads each group's priority set, GROUPS.take)
 if any_prio then redis.call('HSET', meta, 'groups', '2') else redis.call('HSETNX', meta, 'groups', '1') end
@@ -292,12 +302,26 @@ if #gready > 0 then
   end
   if #pick > 0 then
     local has_prio = any_prio or redis.call('HMGET', meta, 'groups')[1] == '2'
+    -- (keep: what the last take did, for a push heard by nobody to take
+    -- back, GROUPS.untake: no PUBSUB NUMSUB per registration, the
+    -- PUBLISH's reply is the proof the worker listens; docs/scripts.md
+    -- "A push heard by nobody". On a cluster no keep and no back: a
+    -- SPUBLISH's count proves nothing there, so push_to_idle asks
+    -- SHARDNUMSUB first and undoes nothing, as for the plain pushes)
+    local keep
+    local undoable = (PUB or pub_mode()) ~= 'SPUBLISH'
     local function take(want)
-      local got = GROUPS.take(groups, J, want, now, stats, has_prio, tbase .. 'g')
+      keep = undoable and {} or nil
+      local got = GROUPS.take(groups, J, want, now, stats, has_prio, tbase .. 'g', nil, keep)
       if #got == 0 then return got end
       return got, load_jobs(J, got)
     end
-    push_to_idle(J, active, idle, tbase, total, monitor(monitored, events, now), pick, take, deadlines, now)
+    local back = undoable and function(ids) GROUPS.untake(groups, keep, ids) end or nil
+    local _, undone = push_to_idle(J, active, idle, tbase, total, emit, pick, take,
+                                   deadlines, now, nil, nil, back)
+    -- jobs of a push heard by nobody are ready again: idle workers woken
+    -- (below when the ring was empty)
+    if undone > 0 and not gc.bell then redis.call(PUB or pub_mode(), GROUPS.wake(groups), '1') end
     -- the ring was empty: this call's groups alone were in it, and stay
     -- only with jobs left (a group left in the ring is one a worker was
     -- woken for)

@@ -591,9 +591,17 @@ end
 -- anyway): the ids popped, nil and the call's state st, for
 -- GROUPS.started(st, states) to count those that start (one HMGET of the
 -- states per claim, not two).
+-- keep (may be nil; genqueue.lua's push): a table this call fills with
+-- what a take of ids changed, for GROUPS.untake to take it back (a push
+-- heard by nobody), each part made only when needed: keep.credit, a
+-- weighted group's credit field before (false: none); keep.rated, the
+-- groups this call sent to wait for their rate window; keep.score, the
+-- priority set's score of each id taken off one; keep.st, the state
+-- GROUPS.started counted with (its ids in take order: the groups' order
+-- in the ring before, GROUPS.untake).
 local NONE = {} -- (no ids: read only)
 local ONE = {} -- (one id popped: ONE[1], read only until the next pop)
-function GROUPS.take(G, J, want, now, stats, has_prio, tok, deferred)
+function GROUPS.take(G, J, want, now, stats, has_prio, tok, deferred, keep)
   local c = {}
   GROUPS.promote(G, J, now, stats, c)
   unrate(G, J, now, c)
@@ -611,7 +619,14 @@ function GROUPS.take(G, J, want, now, stats, has_prio, tok, deferred)
     if bare then return nil, 1, false, nil, nil, 1 end
     local limit, weight, paused, rmax, rwin = GROUPS.conf(G, g, c)
     local credit = weight
-    if weight > 1 then credit = tonumber(typed('hash', 'HMGET', G .. 'credit', g)[1] or weight) or weight end
+    if weight > 1 then
+      local cv = typed('hash', 'HMGET', G .. 'credit', g)[1]
+      if keep then
+        keep.credit = keep.credit or {}
+        if keep.credit[g] == nil then keep.credit[g] = cv or false end
+      end
+      credit = tonumber(cv or weight) or weight
+    end
     return limit, weight, paused, rmax, rwin, credit
   end
   local rounds = 0
@@ -662,7 +677,13 @@ function GROUPS.take(G, J, want, now, stats, has_prio, tok, deferred)
       if not paused and n > 0 then
         -- (priorities within a group: only on a queue that has had group
         -- jobs of a priority other than 0, meta groups '2')
-        if has_prio then got = take_ready(R .. g, P .. g, n)
+        if has_prio then
+          local kp = keep and {}
+          got = take_ready(R .. g, P .. g, n, kp)
+          if kp and #kp.scored > 0 then
+            keep.score = keep.score or {}
+            for x = 2, #kp.scored, 2 do keep.score[kp.scored[x]] = kp.scored[x - 1] end
+          end
         elseif n == 1 then -- (one id, the drain's common turn: a bulk reply, no table made of it)
           local id = redis.call('LPOP', R .. g)
           if id then ONE[1] = id; got = ONE end
@@ -686,6 +707,7 @@ function GROUPS.take(G, J, want, now, stats, has_prio, tok, deferred)
         if weight > 1 then redis.call('HDEL', G .. 'credit', g) end
         if rmax and not paused and r + #got >= rmax then
           rate_wait(G, g, now, rmax, rwin, used[g], r - used[g] + #got)
+          if keep then keep.rated = keep.rated or {}; keep.rated[g] = true end
         end
         -- (ran dry with nothing taken now: perhaps empty, GROUPS.tidy)
         if #got < n and cnt[g] == 0 then dry[#dry + 1] = g end
@@ -722,6 +744,7 @@ function GROUPS.take(G, J, want, now, stats, has_prio, tok, deferred)
   if #ids == 0 then return ids, redis.call('EXISTS', ring) == 1 end
   local st = {G = G, J = J, ids = ids, by = by, cnt = cnt, gone = gone, lim = lim, rwins = rwins, now = now,
               stats = stats, tok = tok, c = c}
+  if keep then keep.st = st end
   if deferred then return ids, nil, st end
   local out, _, more = GROUPS.started(st, redis.call('HMGET', J.s, unpack(ids)), 0)
   return out, more
@@ -773,4 +796,69 @@ function GROUPS.started(st, s, off)
   end
   if #out > 0 then redis.call('HINCRBY', stats, 'gready', negnum(#out)) end
   return out, ok, redis.call('EXISTS', G .. 'ring') == 1
+end
+
+-- Take back what GROUPS.take (its record keep) did for ids, the jobs of
+-- it that started (all or none of a take's: a push heard by nobody,
+-- genqueue.lua; lib.lua push_to_idle undid their leases and states): each
+-- id back where the take found it (its group's ready list head, in order,
+-- or its priority set with its score), its group's active count and slot
+-- set, its start out of the group's rate log (its rate window's credit
+-- back; a group the take sent to wait for its window out of G..'rated'),
+-- a weighted group's credit as it was, its depth index entry
+-- (GROUPS.deepen: counted from its keys when the take dropped it, which
+-- also takes it out of the busy set), and the stats' ready group jobs.
+-- The ring's order as before the take: the take visits the ring from its
+-- head and every group it visits either gives jobs (one of these) or
+-- leaves the ring, so these groups, in the order of their first ids (the
+-- take's order), were its head: they go back before every group in it
+-- (scores below its lowest, read here: nothing on the common path).
+-- Only the groups of ids are touched (the take's other moves, a group
+-- found empty or paused leaving the ring, stand: a claim would make
+-- them).
+function GROUPS.untake(G, keep, ids)
+  local st = keep.st
+  if #ids == 0 or not st then return end
+  local by, pos = st.by, {}
+  for i, id in ipairs(st.ids) do pos[id] = i end
+  local gs, per = {}, {}
+  for _, id in ipairs(ids) do
+    local g = by[pos[id] or 0]
+    if g then
+      if not per[g] then per[g] = {}; gs[#gs + 1] = g end
+      per[g][#per[g] + 1] = id
+    end
+  end
+  local d, score, rated, credit = {}, keep.score or {}, keep.rated or {}, keep.credit or {}
+  for _, g in ipairs(gs) do
+    local list, plain, za = per[g], {}, {}
+    for _, id in ipairs(list) do
+      local sc = score[id]
+      if sc then za[#za + 1] = sc; za[#za + 1] = id else plain[#plain + 1] = id end
+    end
+    if #za > 0 then redis.call('ZADD', G .. 'p:' .. g, unpack(za)) end
+    if #plain > 0 then
+      local lp = {}
+      for x = #plain, 1, -1 do lp[#lp + 1] = plain[x] end -- (LPUSH puts the last first)
+      redis.call('LPUSH', G .. 'r:' .. g, unpack(lp))
+    end
+    d[g] = -#list
+    if st.lim[g] then redis.call('SREM', G .. 'a:' .. g, unpack(list)) end
+    if st.rwins[g] then
+      local m = {}
+      for x, id in ipairs(list) do m[x] = st.tok .. ' ' .. id end
+      redis.call('ZREM', G .. 's:' .. g, unpack(m))
+    end
+    if rated[g] then redis.call('ZREM', G .. 'rated', g) end
+    local cv = credit[g]
+    if cv then redis.call('HSET', G .. 'credit', g, cv)
+    elseif cv == false then redis.call('HDEL', G .. 'credit', g) end
+    GROUPS.deepen(G, g, #list)
+  end
+  GROUPS.count(G, gs, d)
+  local h = redis.call('ZRANGE', G .. 'ring', 0, 0, 'WITHSCORES')
+  local low, ring = h[2] and math.floor(tonumber(h[2]) or 0) or 0, {}
+  for k, g in ipairs(gs) do ring[#ring + 1] = low - #gs + k - 1; ring[#ring + 1] = g end
+  redis.call('ZADD', G .. 'ring', unpack(ring))
+  redis.call('HINCRBY', st.stats, 'gready', #ids)
 end

@@ -2279,9 +2279,11 @@ end
 -- reply, the subscribers it reached, is the proof; a message heard by
 -- nobody is undone in the same call (its jobs' leases, deadlines and
 -- states, then back(ids) puts them where take() took them), as
--- enqueue_one.lua does (docs/scripts.md "A push heard by nobody"). With
--- no back (genqueue.lua's group take), PUBSUB NUMSUB is asked first, as
--- before. (A push trusting the count without such an undo must end its
+-- enqueue_one.lua does (docs/scripts.md "A push heard by nobody");
+-- genqueue.lua's group take gives back too (GROUPS.untake, gpushundo).
+-- With no back, PUBSUB NUMSUB is asked first, as before; on a cluster
+-- too, back or not (SHARDNUMSUB: a SPUBLISH's count proves nothing there,
+-- so nothing is undone). (A push trusting the count without such an undo must end its
 -- head "<deadline> ?\n": the worker then starts only the jobs whose state
 -- still holds the message's token, src/push.c.)
 -- pick: the caller's HRANDFIELD idle 1 WITHVALUES, the first worker tried.

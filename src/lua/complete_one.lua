@@ -104,7 +104,7 @@ if mine then
   -- the first write counts the retained jobs (it checks its own type:
   -- refused, nothing was written); undone (nothing written) when the
   -- sweep is due: complete.lua sweeps
-  local kept = typed('hash', 'HINCRBY', stats, 'retained', 1)
+  local kept = typed('hash', 'HINCRBY', stats, 'retained', '1') -- ('1': text, as Redis reads it)
   local ok, due = pcall(sweep_due, completed, kept, 1, ARGV[2] + 0, ARGV[3] + 0, now)
   if not ok or due then
     complete_one_undo(stats, kept)

@@ -36,7 +36,7 @@ local wake, ch, tbase, payload = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 
 -- Reads first (each checks its key's type): the worker to push to, and
 -- whether jobs wait and a monitor listens with one EXISTS (enqueue.lua).
-local pick = redis.pcall('HRANDFIELD', idle, 1, 'WITHVALUES')
+local pick = redis.pcall('HRANDFIELD', idle, '1', 'WITHVALUES') -- (numbers as text: a Lua number is printed with %.17g)
 if pick.err then lean_refuse(pick, idle, 'hash') end
 local nothing_ready, monitored_on = ready_and_monitored(ready, prio, monitored)
 local picked = #pick > 0 and pick[1] ~= CONTROL_MARK
@@ -82,7 +82,7 @@ local now, stamp = now_text() -- (stamp: the text, made once from TIME's reply)
 -- A write whose undo is not exact (its field was there: behind rjq's
 -- back) has the keys written after it checked by TYPE
 -- (enqueue_one_check; w is 0 from then on).
-local seq = typed('hash', 'HINCRBY', stats, 'seq', 1)
+local seq = typed('hash', 'HINCRBY', stats, 'seq', '1')
 local id = int(seq)
 local lkey, wkey = wid and active, ch ~= '' and not inst and wcol -- (false: not written)
 local w = 1

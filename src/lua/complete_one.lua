@@ -154,7 +154,7 @@ if mine then
   if n then
     -- one framed reply channel (an awaiting client's): its outcome message,
     -- published here as finish() would publish it (notify, OUTCOMES)
-    if string.find(n, ' ', 1, true) == nil and string.find(n, ':reply:%x+:framed$') then
+    if framed_reply(n) then -- (memoised: lib.lua)
       local k, kind, body = prefix .. id, 'completed', r
       if #body > INLINE_RESULT_MAX then kind, body = 'big', '' end
       local p = redis.pcall(PUB or pub_mode(), n, '+' .. kind .. ' ' .. num(#k) .. ' ' .. int(#body) .. '\n' .. k .. body)

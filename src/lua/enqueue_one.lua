@@ -41,13 +41,11 @@ if pick.err then lean_refuse(pick, idle, 'hash') end
 local nothing_ready, monitored_on = ready_and_monitored(ready, prio, monitored)
 local picked = #pick > 0 and pick[1] ~= CONTROL_MARK
 -- a registration to push to (push_plan's test); a stale one is dropped
-local wid, wch, slots, epoch, lease, format, q2
+local wid, wch, thead, slots, epoch, lease, format, q2
 local stale = false
 if picked and nothing_ready then
-  wid, wch = string.match(pick[1], '^(%S+) (.+)$')
-  slots, epoch, lease, format, q2 = string.match(pick[2], '^(%d+) (%S+) (%d+) (%S+) ?(2?)$')
-  q2 = q2 == '2'
-  slots = tonumber(slots or 0)
+  wid, wch, thead = reg_field(pick[1]) -- (parses memoised: lib.lua)
+  slots, epoch, lease, format, q2 = reg_value(pick[2])
   -- (no PUBSUB NUMSUB: the push's own PUBLISH counts the worker's
   -- subscribers, and a push nobody heard is undone below)
   if not wch or slots < 1 or not push_format_ok(format) then
@@ -100,7 +98,7 @@ if w > 0 then
 end
 local tok, deadline
 if wid then
-  tok = string.match(wch, '([^:]+)$') .. '.' .. wid .. '.' .. tbase .. '1'
+  tok = thead .. tbase .. '1' -- ("<client>.<worker>.<tbase>1")
   deadline = int(now + lease) -- (lease: digits, coerced)
   x = redis.pcall('HSET', scol, id, 'active 1 ' .. tok .. ' @' .. stamp .. ',' .. stamp .. (inst and ', ' .. ch or ','))
 else

@@ -157,7 +157,7 @@ if mine then
     if framed_reply(n) then -- (memoised: lib.lua)
       local k, kind, body = prefix .. id, 'completed', r
       if #body > INLINE_RESULT_MAX then kind, body = 'big', '' end
-      local p = redis.pcall(PUB or pub_mode(), n, '+' .. kind .. ' ' .. num(#k) .. ' ' .. int(#body) .. '\n' .. k .. body)
+      local p = redis.pcall(PUB or pub_mode(), n, '+' .. kind .. ' ' .. num(#k) .. ' ' .. num(#body) .. '\n' .. k .. body)
       if type(p) == 'table' and p.err then failed = p end
     else
       notify(n, prefix .. id, 'completed', r)

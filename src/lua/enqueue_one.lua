@@ -41,11 +41,11 @@ if pick.err then lean_refuse(pick, idle, 'hash') end
 local nothing_ready, monitored_on = ready_and_monitored(ready, prio, monitored)
 local picked = #pick > 0 and pick[1] ~= CONTROL_MARK
 -- a registration to push to (push_plan's test); a stale one is dropped
-local wid, wch, thead, slots, epoch, lease, format, q2
+local wid, wch, thead, slots, epoch, lease, format, q2, lease_n
 local stale = false
 if picked and nothing_ready then
   wid, wch, thead = reg_field(pick[1]) -- (parses memoised: lib.lua)
-  slots, epoch, lease, format, q2 = reg_value(pick[2])
+  slots, epoch, lease, format, q2, lease_n = reg_value(pick[2])
   -- (no PUBSUB NUMSUB: the push's own PUBLISH counts the worker's
   -- subscribers, and a push nobody heard is undone below)
   if not wch or slots < 1 or not push_format_ok(format) then
@@ -99,7 +99,7 @@ end
 local tok, deadline
 if wid then
   tok = thead .. tbase .. '1' -- ("<client>.<worker>.<tbase>1")
-  deadline = int(now + lease) -- (lease: digits, coerced)
+  deadline = int(now + lease_n)
   x = redis.pcall('HSET', scol, id, 'active 1 ' .. tok .. ' @' .. stamp .. ',' .. stamp .. (inst and ', ' .. ch or ','))
 else
   x = redis.pcall('HSET', scol, id, 'ready 0 @' .. stamp .. ',,')
@@ -154,7 +154,7 @@ if wid then
   if heard > 0 or sure then
     if emit ~= UNMONITORED then emit('active', id) end
     if slots > 1 then
-      redis.call('HSET', idle, pick[1], registration(slots - 1, epoch, lease, format, q2 or inst))
+      redis.call('HSET', idle, pick[1], registration(num(slots - 1), epoch, lease, format, q2 or inst))
     else
       redis.call('HDEL', idle, pick[1])
     end

@@ -2093,9 +2093,10 @@ end
 -- "<client>.<worker>." (the client: the channel's last ":" part);
 -- nil when it is not of that form. reg_value(v): a registration's value
 -- "<slots> <epoch> <lease> <format>[ 2]" as slots (a number; 0 when
--- it is not of that form), epoch, lease, format and its queue-format
--- mark (a boolean). framed_reply(ch): whether ch is an awaiting client's
--- framed reply channel (":reply:<hex>:framed" at its end, no space).
+-- it is not of that form), epoch, lease, format, its queue-format mark
+-- (a boolean) and the lease as a number. framed_reply(ch): whether ch is
+-- an awaiting client's framed reply channel (":reply:<hex>:framed" at its
+-- end, no space).
 -- A worker's field is the same at every push to it, its value takes few
 -- forms, a producer's channel is the same for each of its jobs. The
 -- tables live between calls of the function library (with EVALSHA each
@@ -2123,11 +2124,11 @@ do
     local m = values[v]
     if m == nil then
       local slots, epoch, lease, format, q2 = string.match(v, '^(%d+) (%S+) (%d+) (%S+) ?(2?)$')
-      m = {tonumber(slots or 0), epoch, lease, format, q2 == '2'}
+      m = {tonumber(slots or 0), epoch, lease, format, q2 == '2', lease and tonumber(lease)}
       room()
       values[v] = m
     end
-    return m[1], m[2], m[3], m[4], m[5]
+    return m[1], m[2], m[3], m[4], m[5], m[6]
   end
   framed_reply = function(ch)
     local m = framed[ch]

@@ -16,8 +16,9 @@
 #     to ready: the counter, payload, state, watchers, the doorbell);
 #   enqueue_one of an awaited job pushed to a registered worker on a
 #     queue of format 2 (a redis-cli subscribed to its push channel; the
-#     registration marked " 2", one slot, written before each call: the
-#     job is active, its channel in its state, the registration taken),
+#     registration marked " 2", one slot, written before each call under
+#     the same field, as one worker's registration is: the job is active,
+#     its channel in its state, the registration taken),
 #     less the cost of that set-up HSET measured alone;
 #   complete_one of an active job with a watcher (an empty result, then
 #     a 3-byte one; no offer), less the cost of its set-up commands
@@ -91,7 +92,7 @@ gen() {
     case $kind in
       enq) echo "FCALL ${fn}enqueue_one 10 {$q}:ready {$q}:prio {$q}:stats {$q}:active {$q}:idle {$q}:monitored {$q}:events {$q}:payload {$q}:state {$q}:watchers {$q}:wake {$q}:reply:c:framed t$i xxxxxxxxxxxxxxxxxx" ;;
       pushsetup | push)
-        echo "HSET {$q}:idle \"w$i {$q}:push:c\" \"1 1 30000 8 2\""
+        echo "HSET {$q}:idle \"w1 {$q}:push:c\" \"1 1 30000 8 2\""
         [ "$kind" = pushsetup ] ||
           echo "FCALL ${fn}enqueue_one 11 {$q}:ready {$q}:prio {$q}:stats {$q}:active {$q}:idle {$q}:monitored {$q}:events {$q}:payload {$q}:state {$q}:watchers {$q}:meta {$q}:wake {$q}:reply:c:framed t$i xxxxxxxxxxxxxxxxxx 2" ;;
       setup | cmp)

@@ -590,6 +590,53 @@ TEST(awaited_job_runs_its_counted_commands_to_enqueue_and_to_complete) {
     push_stop(&e);
 }
 
+/* The lean enqueue keeps its parse of a registration between calls
+ * (lib.lua reg_field, reg_value: keyed by the field's and the value's
+ * whole text), so a value rewritten under the same field is read as it is
+ * now: a worker pushed to by the lean enqueue (its field and value
+ * parsed), then its registration rewritten in a push format it cannot
+ * take under the same field: the next anonymous job, a lean enqueue too,
+ * is left ready and claimed, not pushed. */
+TEST(lean_enqueue_reads_a_registration_rewritten_under_the_same_field) {
+    push_env e;
+    char field[256], again[256];
+    long epoch = 0;
+    start_one_slot(&e, "lmemo", field, sizeof field, &epoch);
+    log_every_command(e.env.rc);
+    long done = 0;
+    /* (the handle's first enqueue learns the queue's index fields: the
+     * general script; the second is the lean one) */
+    for (int k = 0; k < 2; k++) {
+        ASSERT(wait_registration(e.env.base, e.env.rc, "lmemo", 1));
+        freeReplyObject(server_cmd(e.env.rc, "SLOWLOG RESET"));
+        long long claims = claims_run(e.env.rc);
+        ASSERT_OK(rjq_enqueue(e.env.q, "x", 1, NULL, NULL, NULL));
+        ASSERT(loop_until_count(e.env.base, &e.h.handled, k + 1, 5000));
+        ASSERT_EQ(claims, claims_run(e.env.rc)); /* pushed */
+        release_one(&e.h, &done);
+        ASSERT(loop_until_count(e.env.base, &done, k + 1, 5000));
+    }
+    ASSERT_EQ(1, fcalls_of(e.env.rc, RJQ__S_ENQUEUE_ONE));
+    ASSERT(wait_registration(e.env.base, e.env.rc, "lmemo", 1));
+    ASSERT_EQ(1, registration(e.env.rc, "lmemo", again, sizeof again, &epoch));
+    ASSERT_STREQ(field, again); /* the field the lean enqueue parsed */
+    char v[64];
+    snprintf(v, sizeof v, "1 %ld 30000 6", epoch);
+    freeReplyObject(server_cmd(e.env.rc, "HSET t:{lmemo}:idle %s %s", field, v));
+    freeReplyObject(server_cmd(e.env.rc, "SLOWLOG RESET"));
+    long long claims = claims_run(e.env.rc);
+    long long rpushes = server_calls(e.env.rc, "rpush");
+    ASSERT_OK(rjq_enqueue(e.env.q, "y", 1, NULL, NULL, NULL));
+    ASSERT(loop_until_count(e.env.base, &e.h.handled, 3, 5000));
+    ASSERT_EQ(1, fcalls_of(e.env.rc, RJQ__S_ENQUEUE_ONE));
+    /* not pushed: left ready (its RPUSH) and claimed */
+    ASSERT_EQ(1, server_calls(e.env.rc, "rpush") - rpushes);
+    ASSERT(claims_run(e.env.rc) > claims);
+    release_one(&e.h, &done);
+    ASSERT(loop_until_count(e.env.base, &done, 3, 5000));
+    push_stop(&e);
+}
+
 /* Where the lean pair does not apply, the general scripts run: a bounded
  * queue's enqueue (the client knows), and the completions of a queue
  * with run-time limits (complete_one.lua answers -1 with nothing written:

@@ -104,7 +104,7 @@ if mine then
   -- the first write counts the retained jobs (it checks its own type:
   -- refused, nothing was written); undone (nothing written) when the
   -- sweep is due: complete.lua sweeps
-  local kept = typed('hash', 'HINCRBY', stats, 'retained', 1)
+  local kept = typed('hash', 'HINCRBY', stats, 'retained', '1') -- ('1': text, as Redis reads it)
   local ok, due = pcall(sweep_due, completed, kept, 1, ARGV[2] + 0, ARGV[3] + 0, now)
   if not ok or due then
     complete_one_undo(stats, kept)
@@ -154,10 +154,10 @@ if mine then
   if n then
     -- one framed reply channel (an awaiting client's): its outcome message,
     -- published here as finish() would publish it (notify, OUTCOMES)
-    if string.find(n, ' ', 1, true) == nil and string.find(n, ':reply:%x+:framed$') then
+    if framed_reply(n) then -- (memoised: lib.lua)
       local k, kind, body = prefix .. id, 'completed', r
       if #body > INLINE_RESULT_MAX then kind, body = 'big', '' end
-      local p = redis.pcall(PUB or pub_mode(), n, '+' .. kind .. ' ' .. num(#k) .. ' ' .. int(#body) .. '\n' .. k .. body)
+      local p = redis.pcall(PUB or pub_mode(), n, '+' .. kind .. ' ' .. num(#k) .. ' ' .. num(#body) .. '\n' .. k .. body)
       if type(p) == 'table' and p.err then failed = p end
     else
       notify(n, prefix .. id, 'completed', r)

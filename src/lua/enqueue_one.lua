@@ -36,18 +36,16 @@ local wake, ch, tbase, payload = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 
 -- Reads first (each checks its key's type): the worker to push to, and
 -- whether jobs wait and a monitor listens with one EXISTS (enqueue.lua).
-local pick = redis.pcall('HRANDFIELD', idle, 1, 'WITHVALUES')
+local pick = redis.pcall('HRANDFIELD', idle, '1', 'WITHVALUES') -- (numbers as text: a Lua number is printed with %.17g)
 if pick.err then lean_refuse(pick, idle, 'hash') end
 local nothing_ready, monitored_on = ready_and_monitored(ready, prio, monitored)
 local picked = #pick > 0 and pick[1] ~= CONTROL_MARK
 -- a registration to push to (push_plan's test); a stale one is dropped
-local wid, wch, slots, epoch, lease, format, q2
+local wid, wch, thead, slots, epoch, lease, format, q2, lease_n
 local stale = false
 if picked and nothing_ready then
-  wid, wch = string.match(pick[1], '^(%S+) (.+)$')
-  slots, epoch, lease, format, q2 = string.match(pick[2], '^(%d+) (%S+) (%d+) (%S+) ?(2?)$')
-  q2 = q2 == '2'
-  slots = tonumber(slots or 0)
+  wid, wch, thead = reg_field(pick[1]) -- (parses memoised: lib.lua)
+  slots, epoch, lease, format, q2, lease_n = reg_value(pick[2])
   -- (no PUBSUB NUMSUB: the push's own PUBLISH counts the worker's
   -- subscribers, and a push nobody heard is undone below)
   if not wch or slots < 1 or not push_format_ok(format) then
@@ -82,7 +80,7 @@ local now, stamp = now_text() -- (stamp: the text, made once from TIME's reply)
 -- A write whose undo is not exact (its field was there: behind rjq's
 -- back) has the keys written after it checked by TYPE
 -- (enqueue_one_check; w is 0 from then on).
-local seq = typed('hash', 'HINCRBY', stats, 'seq', 1)
+local seq = typed('hash', 'HINCRBY', stats, 'seq', '1')
 local id = int(seq)
 local lkey, wkey = wid and active, ch ~= '' and not inst and wcol -- (false: not written)
 local w = 1
@@ -97,8 +95,8 @@ if w > 0 then
 end
 local tok, deadline
 if wid then
-  tok = string.match(wch, '([^:]+)$') .. '.' .. wid .. '.' .. tbase .. '1'
-  deadline = int(now + lease) -- (lease: digits, coerced)
+  tok = thead .. tbase .. '1' -- ("<client>.<worker>.<tbase>1")
+  deadline = int(now + lease_n)
   x = redis.pcall('HSET', scol, id, 'active 1 ' .. tok .. ' @' .. stamp .. ',' .. stamp .. (inst and ', ' .. ch or ','))
 else
   x = redis.pcall('HSET', scol, id, 'ready 0 @' .. stamp .. ',,')
@@ -144,7 +142,7 @@ if wid then
   if heard > 0 or sure then
     if emit ~= UNMONITORED then emit('active', id) end
     if slots > 1 then
-      redis.call('HSET', idle, pick[1], registration(slots - 1, epoch, lease, format, q2 or inst))
+      redis.call('HSET', idle, pick[1], registration(num(slots - 1), epoch, lease, format, q2 or inst))
     else
       redis.call('HDEL', idle, pick[1])
     end

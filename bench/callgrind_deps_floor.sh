@@ -53,16 +53,20 @@
 # and deps_add's HMGET of the entry before it writes it (a second
 # dependent of D appends); rd, r with D kept in its own column instead
 # (deps_add's HSET of the dependencies list, the release's HMGET of it);
-# c, rjq's commands: both. KE: the jobs of an enqueue call when not K
+# c, rjq's commands: both. Two more floors for a D of several dependents
+# (the registration must learn that D has an entry, not write it blind):
+# ge, g and the entry read as its own command (HMGET dependents); gs, the
+# entry kept in the state hash beside D's state (field "<D>+"), read in
+# the registration's HMGET of D's state (one argument more). KE: the jobs of an enqueue call when not K
 # (deps-bench `same`: 500 a deps_add call, about 32 a completion call).
 #
 # Usage: bench/callgrind_deps_floor.sh [BUILD]   (BUILD holds deps-bench)
 # Environment: N (dependents, default 2000), KS ("1 2 4 8 33"), CG_PORT (17462),
 #   OUT (mktemp), REAL=1 also runs deps-bench `dep N` (`same N` with
-#   MODE=same: the real path), MODE (other, or same), TIERS ("g r re rd c", same), KE.
+#   MODE=same: the real path), MODE (other, or same), TIERS ("g ge gs r re rd c", same), KE.
 set -euo pipefail
 MODE=${MODE:-other}
-TIERS=${TIERS:-"g r re rd c"}
+TIERS=${TIERS:-"g ge gs r re rd c"}
 BUILD=${1:-build}
 N=${N:-2000}
 KS=${KS:-"1 2 4 8 33"}
@@ -108,13 +112,14 @@ end)
 -- id (tiers rd, c), then the jobs
 redis.register_function('f_sreg', function(KEYS, ARGV)
   local t, w, ep, lh = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
-  local e, c = t == 're' or t == 'c', t == 'rd' or t == 'c'
+  local e, c = t == 're' or t == 'c' or t == 'ge', t == 'rd' or t == 'c'
+  local gs = t == 'gs'
   local ds, fv, dl = {}, {}, {}
   local n = 0
   for i = 5, #ARGV, w do
     n = n + 1
     local d = ARGV[i + w - 1]
-    ds[n] = d
+    if gs then ds[2 * n - 1] = d; ds[2 * n] = d .. '+'; d = d .. '+' else ds[n] = d end
     fv[2 * n - 1] = d
     if ep == '' then fv[2 * n] = ARGV[i] else fv[2 * n] = ep .. ARGV[i] end
     if c then dl[2 * n - 1] = ARGV[i]; dl[2 * n] = lh .. d end
@@ -131,6 +136,7 @@ end)
 redis.register_function('f_scomp', function(KEYS, ARGV)
   local t, cut, rv = ARGV[1], #ARGV[2] + 1, ARGV[3]
   local ds = {unpack(ARGV, 4)}
+  if t == 'gs' then for j = 1, #ds do ds[j] = ds[j] .. '+' end end
   local e = redis.call('HMGET', KEYS[1], unpack(ds))
   local ps, st = {}, {}
   for j = 1, #e do ps[j] = string.sub(e[j], cut); st[2 * j - 1] = ps[j]; st[2 * j] = rv end
@@ -209,7 +215,7 @@ out = sys.stdout.buffer
 def cmd(*w):
     w = [x if isinstance(x, bytes) else str(x).encode() for x in w]
     out.write(b'*%d\r\n' % len(w) + b''.join(b'$%d\r\n%s\r\n' % (len(x), x) for x in w))
-g = tier == 'g'
+g = tier in ('g', 'ge', 'gs')
 # the keys, the values and the per-job arguments: short, or rjq's
 # (src/keys.def; deps_add.lua: id, payload, options, policy, count,
 # queue, id; a plain enqueue: id, payload, options)
@@ -238,11 +244,11 @@ for j in range(0, n, k):
         a = []
         for i in r: a += plain(i) + dep(i)
         w = len(plain(0)) + len(dep(0))
-        cmd('FCALL', 'f_sreg', 3, K['s'], K['dependents'], K['deps'], tier, w, ep, lh, *a)
+        cmd('FCALL', 'f_sreg', 3, K['s'], K['s' if tier == 'gs' else 'dependents'], K['deps'], tier, w, ep, lh, *a)
     elif step == 'cbase':   # the completion's own ids, no command
         cmd('FCALL', 'f_empty', 1, K['dependents'], *['c%d' % i for i in r])
     elif step in ('scomp', 'scomp0'):
-        cmd('FCALL', 'f_scomp', 5, K['dependents'], K['s'], K['waiting'], K['ready'], K['deps'],
+        cmd('FCALL', 'f_scomp', 5, K['s' if tier == 'gs' else 'dependents'], K['s'], K['waiting'], K['ready'], K['deps'],
             'g0' if step == 'scomp0' else tier, ep, ('ready 0 %s c0' % stamp) if g else
             ('ready 0 %s bc:c0' % stamp) if inst else 'ready 0 ' + stamp,
             *['c%d' % i for i in r])
@@ -280,9 +286,10 @@ echo
 if [ "$MODE" = same ]; then
   # the keys a tier's run must leave: no entry, no job waiting, N ready
   check() {
-    local p='{q}'
-    [ "$1" = g ] || p='rjq:{bc}'
+    local p='rjq:{bc}' s=state
+    case $1 in g*) p='{q}' s=s ;; esac
     if [ "$(cli HLEN "$p:dependents")" != 0 ] || [ "$(cli ZCARD "$p:waiting")" != 0 ] ||
+      [ "$(cli HLEN "$p:$s")" != $((2 * N)) ] ||
       [ "$(cli LLEN "$p:ready")" != "$N" ]; then
       echo "callgrind_deps_floor.sh: the same-queue stand-in ($1, K=$2) left the keys wrong" >&2
       exit 1

@@ -472,6 +472,30 @@ end
 -- a skiplist from its first claim on. Readers of active skip it.
 local ACTIVE_PIN = 'rjq: keeps this set a skiplist (longer than zset-max-listpack-value)'
 
+-- The lean enqueue (enqueue_one.lua) writes the pin once per active set,
+-- not with every lease: ACTIVE_PINNED[active] is the job number (the
+-- stats' seq) of the call of this function library that wrote it. A
+-- later call with a higher seq writes its lease alone (the pin, a member
+-- nothing removes but the undo of the call that wrote it, is there); a
+-- seq not higher (the queue's keys deleted and made again, or that call
+-- undone) pins again. Only a skiplist's speed rests on it: every reader
+-- of active skips or counts the pin by ZSCORE, present or not (a set
+-- deleted behind rjq's back while its queue's seq goes on is a listpack
+-- until a claim pins it: start_jobs writes it at every claim). Emptied at
+-- 4096 queues; the function library's reload empties it.
+local ACTIVE_PINNED, ACTIVE_PINNED_N = {}, 0
+local function active_pinned(active, seq)
+  local p = ACTIVE_PINNED[active]
+  return p ~= nil and p < seq
+end
+local function active_pin_noted(active, seq)
+  if ACTIVE_PINNED[active] == nil then
+    if ACTIVE_PINNED_N >= 4096 then ACTIVE_PINNED, ACTIVE_PINNED_N = {}, 0 end
+    ACTIVE_PINNED_N = ACTIVE_PINNED_N + 1
+  end
+  ACTIVE_PINNED[active] = seq
+end
+
 -- The same for the watchers column, a hash, which holds unfinished jobs
 -- only and so empties and refills: every write of it (set_watchers) also
 -- writes this field (a space: never a job id; longer than hash-max-listpack-value), so

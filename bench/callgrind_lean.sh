@@ -103,11 +103,11 @@ gen() {
         echo "ZADD {$q}:active 1764000030000 $i"
         echo "HSET {$q}:watchers $i {$q}:reply:c:framed"
         case $kind in
-          cmp) echo "FCALL ${fn}complete_one 13 {$q}:active {$q}:completed {$q}:stats {$q}:ready {$q}:prio {$q}:idle {$q}:monitored {$q}:events {$q}:deadlines {$q}:g {$q}:state {$q}:result {$q}:watchers t:{$q}: -1 0 \"\" \"\" \"\" 0 $i \"1 c.w.t1\" $res" ;;
+          cmp) echo "FCALL ${fn}complete_one 14 {$q}:active {$q}:completed {$q}:stats {$q}:ready {$q}:prio {$q}:idle {$q}:monitored {$q}:events {$q}:deadlines {$q}:g {$q}:state {$q}:result {$q}:watchers {$q}:dependents t:{$q}: -1 0 \"\" \"\" \"\" 0 $i \"1 c.w.t1\" $res" ;;
           osetup | ocmp)
             echo "HSET {$q}:idle \"w1 {$q}:push:c\" \"1 1 30000 8\""
             [ "$kind" = osetup ] ||
-              echo "FCALL ${fn}complete_one 13 {$q}:active {$q}:completed {$q}:stats {$q}:ready {$q}:prio {$q}:idle {$q}:monitored {$q}:events {$q}:deadlines {$q}:g {$q}:state {$q}:result {$q}:watchers t:{$q}: -1 0 \"w1 {$q}:push:c\" 1 30000 1 $i \"1 c.w.t1\" $res" ;;
+              echo "FCALL ${fn}complete_one 14 {$q}:active {$q}:completed {$q}:stats {$q}:ready {$q}:prio {$q}:idle {$q}:monitored {$q}:events {$q}:deadlines {$q}:g {$q}:state {$q}:result {$q}:watchers {$q}:dependents t:{$q}: -1 0 \"w1 {$q}:push:c\" 1 30000 1 $i \"1 c.w.t1\" $res" ;;
         esac ;;
     esac
   done

@@ -80,11 +80,21 @@ redis-cli -p "$P" -x FUNCTION LOAD < "$OUT/a/lib.lua" > /dev/null
 
 # Instructions of one run of a command file (after one unmeasured run of
 # the same commands for other jobs: $3).
+# A refused call ends the run: its error path is not the case measured
+# (redis-cli prints an error reply as a line "ERR ..." or "WRONGTYPE ...").
+replies_ok() { # tag replies-file
+  if grep -qE '^(ERR|WRONGTYPE|NOSCRIPT)' "$2"; then
+    echo "callgrind_lean.sh: $1: a call was refused: $(grep -m1 -E '^(ERR|WRONGTYPE|NOSCRIPT)' "$2")" >&2
+    exit 1
+  fi
+}
 measure() { # tag file warm-up-file
-  redis-cli -p "$P" < "$3" > /dev/null
+  redis-cli -p "$P" < "$3" > "$OUT/$1.warm.out"
+  replies_ok "$1" "$OUT/$1.warm.out"
   callgrind_control -z "$pid" > /dev/null 2>&1
-  redis-cli -p "$P" < "$2" > /dev/null
+  redis-cli -p "$P" < "$2" > "$OUT/$1.out"
   callgrind_control --dump="$1" "$pid" > /dev/null 2>&1
+  replies_ok "$1" "$OUT/$1.out"
   cg_dumped "$1"
 }
 # The commands of N jobs from id $4 on: kind, function prefix, queue, first id, result

@@ -106,14 +106,7 @@ if w > 0 then
   if x == 1 then w = 3 else w = enqueue_one_check(w, stats, seq, id, pcol, scol, lkey, wkey) end
 end
 if wid then
-  -- (the set's pin once: lib.lua active_pinned; the reply is 2 only when
-  -- this call wrote it, and its undo removes it)
-  if active_pinned(active, seq) then
-    x = redis.pcall('ZADD', active, deadline, id)
-  else
-    x = redis.pcall('ZADD', active, '+inf', ACTIVE_PIN, deadline, id)
-    if type(x) ~= 'table' then active_pin_noted(active, seq) end
-  end
+  x = redis.pcall('ZADD', active, '+inf', ACTIVE_PIN, deadline, id)
   if type(x) == 'table' then enqueue_one_refuse(x, active, 'zset', w, stats, seq, id, pcol, scol, lkey) end
   if w > 0 then
     if x == 1 or x == 2 then w = 4 else w = enqueue_one_check(w, stats, seq, id, pcol, scol, lkey, wkey) end

@@ -637,12 +637,14 @@ TEST(lean_enqueue_reads_a_registration_rewritten_under_the_same_field) {
     push_stop(&e);
 }
 
-/* The lean enqueue writes the lease set's pin (its +inf member, which
- * keeps the set a skiplist) once per set, not with every lease (lib.lua
- * active_pinned: the job number of the call that wrote it), and again
- * when the set is made again: the queue's keys deleted (its job numbers
- * start again) and the next pushed job's lease set holds the pin. Fails
- * if the pin is remembered by the set's name alone. */
+/* The lease set holds its pin (the +inf member that keeps it a skiplist)
+ * beside each lean push's lease, and again when the set is made again:
+ * the queue's keys deleted (its job numbers start again) and the next
+ * pushed job's lease set holds the pin. Guards a pin written once per
+ * set instead of with every lease (lean36b built one keyed by the job
+ * number of the call that wrote it and left it: bench/README.md "The lean
+ * pair's last Lua"); fails if such a pin is remembered by the set's name
+ * alone. */
 TEST(lean_enqueue_pins_a_lease_set_made_again_after_the_queues_keys_went) {
     push_env e;
     char field[256];

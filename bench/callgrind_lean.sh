@@ -22,7 +22,10 @@
 #     less the cost of that set-up HSET measured alone;
 #   complete_one of an active job with a watcher (an empty result, then
 #     a 3-byte one; no offer), less the cost of its set-up commands
-#     (HSET state, ZADD active, HSET watchers per job, measured alone).
+#     (HSET state, ZADD active, HSET watchers per job, measured alone);
+#   the same with an offer of one slot to the worker's registration of
+#     the same epoch, written before each call (one slot left: a worker
+#     of two slots), less its set-up (the same and that HSET idle).
 #
 # Usage: bench/callgrind_lean.sh [BEFORE [AFTER]]
 #   BEFORE, AFTER: git revisions of this repository (default: main, and
@@ -77,11 +80,21 @@ redis-cli -p "$P" -x FUNCTION LOAD < "$OUT/a/lib.lua" > /dev/null
 
 # Instructions of one run of a command file (after one unmeasured run of
 # the same commands for other jobs: $3).
+# A refused call ends the run: its error path is not the case measured
+# (redis-cli prints an error reply as a line "ERR ..." or "WRONGTYPE ...").
+replies_ok() { # tag replies-file
+  if grep -qE '^(ERR|WRONGTYPE|NOSCRIPT)' "$2"; then
+    echo "callgrind_lean.sh: $1: a call was refused: $(grep -m1 -E '^(ERR|WRONGTYPE|NOSCRIPT)' "$2")" >&2
+    exit 1
+  fi
+}
 measure() { # tag file warm-up-file
-  redis-cli -p "$P" < "$3" > /dev/null
+  redis-cli -p "$P" < "$3" > "$OUT/$1.warm.out"
+  replies_ok "$1" "$OUT/$1.warm.out"
   callgrind_control -z "$pid" > /dev/null 2>&1
-  redis-cli -p "$P" < "$2" > /dev/null
+  redis-cli -p "$P" < "$2" > "$OUT/$1.out"
   callgrind_control --dump="$1" "$pid" > /dev/null 2>&1
+  replies_ok "$1" "$OUT/$1.out"
   cg_dumped "$1"
 }
 # The commands of N jobs from id $4 on: kind, function prefix, queue, first id, result
@@ -95,12 +108,17 @@ gen() {
         echo "HSET {$q}:idle \"w1 {$q}:push:c\" \"1 1 30000 8 2\""
         [ "$kind" = pushsetup ] ||
           echo "FCALL ${fn}enqueue_one 11 {$q}:ready {$q}:prio {$q}:stats {$q}:active {$q}:idle {$q}:monitored {$q}:events {$q}:payload {$q}:state {$q}:watchers {$q}:meta {$q}:wake {$q}:reply:c:framed t$i xxxxxxxxxxxxxxxxxx 2" ;;
-      setup | cmp)
+      setup | cmp | osetup | ocmp)
         echo "HSET {$q}:state $i \"active 1 c.w.t1 @1764000000000,1764000000000,\""
         echo "ZADD {$q}:active 1764000030000 $i"
         echo "HSET {$q}:watchers $i {$q}:reply:c:framed"
-        [ "$kind" = setup ] ||
-          echo "FCALL ${fn}complete_one 13 {$q}:active {$q}:completed {$q}:stats {$q}:ready {$q}:prio {$q}:idle {$q}:monitored {$q}:events {$q}:deadlines {$q}:g {$q}:state {$q}:result {$q}:watchers t:{$q}: -1 0 \"\" \"\" \"\" 0 $i \"1 c.w.t1\" $res" ;;
+        case $kind in
+          cmp) echo "FCALL ${fn}complete_one 14 {$q}:active {$q}:completed {$q}:stats {$q}:ready {$q}:prio {$q}:idle {$q}:monitored {$q}:events {$q}:deadlines {$q}:g {$q}:state {$q}:result {$q}:watchers {$q}:dependents t:{$q}: -1 0 \"\" \"\" \"\" 0 $i \"1 c.w.t1\" $res" ;;
+          osetup | ocmp)
+            echo "HSET {$q}:idle \"w1 {$q}:push:c\" \"1 1 30000 8\""
+            [ "$kind" = osetup ] ||
+              echo "FCALL ${fn}complete_one 14 {$q}:active {$q}:completed {$q}:stats {$q}:ready {$q}:prio {$q}:idle {$q}:monitored {$q}:events {$q}:deadlines {$q}:g {$q}:state {$q}:result {$q}:watchers {$q}:dependents t:{$q}: -1 0 \"w1 {$q}:push:c\" 1 30000 1 $i \"1 c.w.t1\" $res" ;;
+        esac ;;
     esac
   done
 }
@@ -151,3 +169,15 @@ for res in '""' xyz; do
   done
   echo "| complete_one, an active job with a watcher, result $res (less its set-up) | ${r[b]} | ${r[a]} |"
 done
+for v in b a; do
+  fn=$fb; [ $v = a ] && fn=$fa
+  q=o$v
+  gen osetup "$fn" "$q" 1 > "$OUT/s1_$q.txt"
+  gen osetup "$fn" "$q" $((N + 1)) > "$OUT/s2_$q.txt"
+  gen ocmp "$fn" "$q" $((2 * N + 1)) '""' > "$OUT/c1_$q.txt"
+  gen ocmp "$fn" "$q" $((3 * N + 1)) '""' > "$OUT/c2_$q.txt"
+  s=$(measure "s$q" "$OUT/s2_$q.txt" "$OUT/s1_$q.txt")
+  c=$(measure "c$q" "$OUT/c2_$q.txt" "$OUT/c1_$q.txt")
+  r[$v]=$(per "$c" "$s")
+done
+echo "| complete_one, the same with an offer to the worker's registration (same epoch), result \"\" (less its set-up) | ${r[b]} | ${r[a]} |"

@@ -637,6 +637,53 @@ TEST(lean_enqueue_reads_a_registration_rewritten_under_the_same_field) {
     push_stop(&e);
 }
 
+/* The lease set holds its pin (the +inf member that keeps it a skiplist)
+ * beside each lean push's lease, and again when the set is made again:
+ * the queue's keys deleted (its job numbers start again) and the next
+ * pushed job's lease set holds the pin. Guards a pin written once per
+ * set instead of with every lease (lean36b built one keyed by the job
+ * number of the call that wrote it and left it: bench/README.md "The lean
+ * pair's last Lua"); fails if such a pin is remembered by the set's name
+ * alone. */
+TEST(lean_enqueue_pins_a_lease_set_made_again_after_the_queues_keys_went) {
+    push_env e;
+    char field[256];
+    long epoch = 0;
+    start_one_slot(&e, "lpin", field, sizeof field, &epoch);
+    log_every_command(e.env.rc);
+    long done = 0;
+    /* (the handle's first enqueue learns the queue's index fields: the
+     * general script; the next ones are lean) */
+    for (int k = 0; k < 3; k++) {
+        ASSERT(wait_registration(e.env.base, e.env.rc, "lpin", 1));
+        ASSERT_OK(rjq_enqueue(e.env.q, "x", 1, NULL, NULL, NULL));
+        ASSERT(loop_until_count(e.env.base, &e.h.handled, k + 1, 5000));
+        /* the job's lease and the pin */
+        ASSERT_EQ(2, server_int(e.env.rc, "ZCARD t:{lpin}:active"));
+        ASSERT_EQ(1, server_int(e.env.rc, "ZCOUNT t:{lpin}:active +inf +inf"));
+        release_one(&e.h, &done);
+        ASSERT(loop_until_count(e.env.base, &done, k + 1, 5000));
+    }
+    ASSERT_EQ(2, fcalls_of(e.env.rc, RJQ__S_ENQUEUE_ONE));
+    ASSERT_EQ(1, server_int(e.env.rc, "ZCARD t:{lpin}:active"));
+    ASSERT(wait_registration(e.env.base, e.env.rc, "lpin", 1));
+    /* the queue's job keys gone (not its registration): job numbers
+     * start again from 1 */
+    freeReplyObject(server_cmd(e.env.rc,
+                               "DEL t:{lpin}:active t:{lpin}:stats t:{lpin}:payload "
+                               "t:{lpin}:state t:{lpin}:result t:{lpin}:completed"));
+    ASSERT_OK(rjq_enqueue(e.env.q, "y", 1, NULL, NULL, NULL));
+    ASSERT(loop_until_count(e.env.base, &e.h.handled, 4, 5000));
+    ASSERT_EQ(3, fcalls_of(e.env.rc, RJQ__S_ENQUEUE_ONE));
+    ASSERT_STREQ("1", e.h.last_id);
+    ASSERT_EQ(2, server_int(e.env.rc, "ZCARD t:{lpin}:active"));
+    ASSERT_EQ(1, server_int(e.env.rc, "ZCOUNT t:{lpin}:active +inf +inf"));
+    release_one(&e.h, &done);
+    ASSERT(loop_until_count(e.env.base, &done, 4, 5000));
+    ASSERT_EQ(1, server_int(e.env.rc, "ZCARD t:{lpin}:active"));
+    push_stop(&e);
+}
+
 /* Where the lean pair does not apply, the general scripts run: a bounded
  * queue's enqueue (the client knows), and the completions of a queue
  * with run-time limits (complete_one.lua answers -1 with nothing written:

@@ -36,7 +36,7 @@ local now, stamp = now_text() -- (stamp: the text, made once from TIME's reply)
 -- Whether a monitor listens, jobs have run-time limits or groups, and
 -- (for an offer) jobs wait, and whether jobs have dependents: one
 -- EXISTS, as complete.lua.
-local gjob = groups .. 'job'
+local gjob = group_jobs_key(groups) -- (memoised: lib.lua)
 local exist
 if field ~= '' then exist = redis.call('EXISTS', monitored, deadlines, gjob, dependents, ready, prio)
 else exist = redis.call('EXISTS', monitored, deadlines, gjob, dependents) end
@@ -105,7 +105,14 @@ if mine then
   -- refused, nothing was written); undone (nothing written) when the
   -- sweep is due: complete.lua sweeps
   local kept = typed('hash', 'HINCRBY', stats, 'retained', '1') -- ('1': text, as Redis reads it)
-  local ok, due = pcall(sweep_due, completed, kept, 1, ARGV[2] + 0, ARGV[3] + 0, now)
+  -- (sweep_due's answer written out for the usual call: the count not at
+  -- a multiple of SWEEP_EVERY, where the age limit is not looked at, and
+  -- no cap or one not passed; else sweep_due asks)
+  local ok, due = true, false
+  local cap = ARGV[3]
+  if kept % SWEEP_EVERY == 0 or (cap ~= '0' and cap + 0 > 0 and kept > cap + 0) then
+    ok, due = pcall(sweep_due, completed, kept, 1, ARGV[2] + 0, cap + 0, now)
+  end
   if not ok or due then
     complete_one_undo(stats, kept)
     if not ok then error(due, 0) end

@@ -2288,6 +2288,19 @@ do
   end
 end
 
+-- The key of a queue's group of each job (groups .. 'job'), memoised
+-- (complete_one.lua: a concatenation per call otherwise).
+local GROUP_JOBS, GROUP_JOBS_N = {}, 0
+local function group_jobs_key(groups)
+  local k = GROUP_JOBS[groups]
+  if k then return k end
+  if GROUP_JOBS_N >= 4096 then GROUP_JOBS, GROUP_JOBS_N = {}, 0 end
+  GROUP_JOBS_N = GROUP_JOBS_N + 1
+  k = groups .. 'job'
+  GROUP_JOBS[groups] = k
+  return k
+end
+
 -- Register `slots` free slots of worker `field`: reset replaces the
 -- registration (0 slots: removes it); otherwise they are added to a
 -- registration of the same epoch, or start one when there is none.
@@ -2306,10 +2319,18 @@ local function offer_slots(idle, field, epoch, lease, slots, reset, v, q2)
   if v == nil then v = redis.call('HMGET', idle, field)[1] end
   local have = 0
   if v then
-    local n, e = string.match(v, '^(%d+) (%S+)')
+    -- (a registration of rjq's form read by the memoised reg_value: its
+    -- slots, epoch and mark as the two patterns below read them; another
+    -- value by those patterns, and it has no mark)
+    local n, e, _, _, m = reg_value(v)
+    if e == nil then
+      local t
+      t, e = string.match(v, '^(%d+) (%S+)')
+      n, m = tonumber(t), false
+    end
     if e ~= epoch then return 0, v end
-    have = tonumber(n)
-    q2 = q2 or string.find(v, '^%d+ %S+ %d+ %S+ 2$') ~= nil
+    have = n
+    q2 = q2 or m
   end
   v = registration(num(have + slots), epoch, lease, nil, q2)
   redis.call('HSET', idle, field, v)

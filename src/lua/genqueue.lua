@@ -66,12 +66,10 @@ for i = 1, n do
   if not r then
     local d, p, s, _, debounce = job_options((o == '' and '0,0,3,' or o) .. '\n' .. GROUPS.HEADER)
     if not d or debounce then return redis.error_reply('ERR rjq genqueue: bad job options') end
-    r = {d, p, s, GROUPS.stored_of(s)}
+    r = {d, p, s}
     read[o] = r
   end
-  local sv = r[4][g] -- (memoised across calls: no concatenation per job)
-  if not sv then sv = GROUPS.stored(r[4], r[3], g) end
-  ids[i], gs[i], delay[i], pri[i], stored[i] = ARGV[at], g, r[1], r[2], sv
+  ids[i], gs[i], delay[i], pri[i], stored[i] = ARGV[at], g, r[1], r[2], r[3] .. g
 end
 -- The keys' types are checked before the first write (nothing written
 -- when one is wrongly typed), each by the first command that reads it

@@ -88,25 +88,6 @@ end
 -- the wake channel of the queue whose group prefix is G ("...:g:")
 function GROUPS.wake(G) return string.sub(G, 1, -3) .. 'wake' end
 
--- The stored options values of group jobs (genqueue.lua), memoised
--- across calls: a job's value is its options' text (ending in the group
--- header) with its group's name appended, a concatenation per job
--- otherwise. GROUPS.stored_of(s): the memo of options text s ({ group ->
--- value }); GROUPS.stored(m, s, g): s .. g, kept in m. Emptied at 4096.
-local STORED_OF, STORED_N = {}, 0
-function GROUPS.stored_of(s)
-  local m = STORED_OF[s]
-  if m then return m end
-  if STORED_N >= 4096 then STORED_OF, STORED_N = {}, 0 end
-  m = {}; STORED_OF[s] = m; STORED_N = STORED_N + 1
-  return m
-end
-function GROUPS.stored(m, s, g)
-  local v = s .. g
-  if STORED_N < 4096 and STORED_OF[s] == m then m[g] = v; STORED_N = STORED_N + 1 end
-  return v
-end
-
 -- parse "<limit> <weight> <paused>[ <rate> <bound>]": limit (nil: '-'),
 -- weight (nil: '-'), paused (bool), rate starts and window (nil: '-'; 0:
 -- none), bound (nil: '-')

@@ -2326,7 +2326,7 @@ TEST(genqueue_on_wrongtype_group_keys_writes_nothing) {
  * each write checking its own key's type: a wrongly typed list or priority
  * set of a later group undoes those written before it (nothing written,
  * the error names the key); a group entering the depth index has its
- * priority set checked (GROUPS.deepen reads it after the writes). */
+ * priority set checked (counted before the writes, genq40: its ZCARD). */
 TEST(genqueue_of_several_groups_on_a_wrongtype_groups_list_writes_nothing) {
     test_server s;
     server_start_guarded(&s, NULL);

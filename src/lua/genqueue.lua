@@ -98,7 +98,7 @@ end
 local gc, bound, rated_any = {}, {}, false
 local lspec = {}
 if not GROUPS.noconf(groups, gc) then expect_types({groups .. 'conf', 'hash'}) end
-for _, g in ipairs(glist) do
+for _, g in ipairs(gc.noconf and {} or glist) do -- (no settings: none has a limit, rate or bound)
   local limit, _, _, rate, _, b = GROUPS.conf(groups, g, gc)
   if limit then lspec[#lspec + 1] = groups .. 'a:' .. g; lspec[#lspec + 1] = 'set' end
   if rate then rated_any = true end
@@ -221,7 +221,7 @@ local entering = false
 if #gready > 0 then
   for at = 1, #gready, CHUNK do
     local part = typed('zset', 'ZMSCORE', groups .. 'depth', unpack(gready, at, math.min(at + CHUNK - 1, #gready)))
-    for j = 1, #part do was[at + j - 1] = part[j] and -tonumber(part[j]) or 0 end
+    for j = 1, #part do was[at + j - 1] = part[j] and -count_of(part[j]) or 0 end
   end
   for k, g in ipairs(gready) do
     if was[k] <= 0 then
@@ -239,16 +239,21 @@ if entering or pushing then spec[#spec + 1] = groups .. 'busy'; spec[#spec + 1] 
 if #later > 0 or pushing then spec[#spec + 1] = groups .. 'delayed'; spec[#spec + 1] = 'zset' end
 expect_types(spec)
 if #gready > 0 then
+  -- (the pushes' undo: one step for them all, not a closure per group)
+  local pushed = {} -- list key, its ids pushed, ...
+  u.step(function() -- (from the tail: LREM, which the worker's ACL has, not RPOP)
+    for x = #pushed - 1, 1, -2 do
+      local rk, part = pushed[x], pushed[x + 1]
+      for j = #part, 1, -1 do redis.call('LREM', rk, -1, part[j]) end
+    end
+  end)
   for _, g in ipairs(gready) do
     local b = byg[g]
     for part_at = 1, #b[1], CHUNK do
       local rk = groups .. 'r:' .. g
       local part = #b[1] <= CHUNK and b[1] or {unpack(b[1], part_at, math.min(part_at + CHUNK - 1, #b[1]))}
-      u.call('list', function()
-        return function() -- (from the tail: LREM, which the worker's ACL has, not RPOP)
-          for j = #part, 1, -1 do redis.call('LREM', rk, -1, part[j]) end
-        end
-      end, 'RPUSH', rk, unpack(part))
+      u.call('list', nil, 'RPUSH', rk, unpack(part))
+      pushed[#pushed + 1] = rk; pushed[#pushed + 1] = part
     end
     for part_at = 1, #b[2], 2 * CHUNK do
       local pk = groups .. 'p:' .. g

@@ -188,6 +188,7 @@ local qtimes = int(now) .. ',,'
 local sready, sdelayed = state_value('ready', '0', nil, qtimes), state_value('delayed', '0', nil, qtimes)
 local dcol, ocol, jcol, scol = {}, {}, {}, {}
 local byg, gready, later = {}, {}, {} -- group -> its ready jobs {ids of priority 0, prio set's pairs}
+local NONE = {} -- (a group's prio pairs until it has one: no table made per group for them)
 for _, k in ipairs(new) do
   seq = seq + 1
   local id, g = ids[k], gs[k]
@@ -203,9 +204,12 @@ for _, k in ipairs(new) do
   else
     scol[#scol + 1] = sready
     local b = byg[g]
-    if not b then b = {{}, {}}; byg[g] = b; gready[#gready + 1] = g end
+    if not b then b = {{}, NONE}; byg[g] = b; gready[#gready + 1] = g end
     if pri[k] == 0 then b[1][#b[1] + 1] = id
-    else b[2][#b[2] + 1] = prio_score(pri[k], seq); b[2][#b[2] + 1] = id end
+    else
+      if b[2] == NONE then b[2] = {} end
+      b[2][#b[2] + 1] = prio_score(pri[k], seq); b[2][#b[2] + 1] = id
+    end
   end
 end
 

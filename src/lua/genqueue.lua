@@ -227,18 +227,30 @@ if #gready > 0 then
     local part = typed('zset', 'ZMSCORE', groups .. 'depth', unpack(gready, at, math.min(at + CHUNK - 1, #gready)))
     for j = 1, #part do was[at + j - 1] = part[j] and -count_of(part[j]) or 0 end
   end
+  local ent = {}
   for k, g in ipairs(gready) do
     if was[k] <= 0 then
       dnow[g] = typed('list', 'LLEN', groups .. 'r:' .. g) + typed('zset', 'ZCARD', groups .. 'p:' .. g)
-      entering = true
+      ent[#ent + 1] = g
     end
+  end
+  -- the entering groups' places in the ring and its size, read once for
+  -- their offers (GROUPS.offer: c.inring, c.ringn; the ring's check)
+  if #ent > 0 then
+    entering = true
+    gc.inring = {}
+    for at = 1, #ent, CHUNK do
+      local part = typed('zset', 'ZMSCORE', groups .. 'ring', unpack(ent, at, math.min(at + CHUNK - 1, #ent)))
+      for j = 1, #part do gc.inring[ent[at + j - 1]] = part[j] and true or false end
+    end
+    gc.ringn = typed('zset', 'ZCARD', groups .. 'ring')
   end
 end
 -- what the call writes besides (GROUPS.list, push_delayed, GROUPS.offer,
 -- the push's GROUPS.take)
 local pushing = #pick > 0
 if entering or #later > 0 or pushing then spec[#spec + 1] = groups .. 'all'; spec[#spec + 1] = 'zset' end
-if entering or pushing or not gc.noconf then spec[#spec + 1] = groups .. 'ring'; spec[#spec + 1] = 'zset' end
+if not entering and (pushing or not gc.noconf) then spec[#spec + 1] = groups .. 'ring'; spec[#spec + 1] = 'zset' end
 if entering or pushing then spec[#spec + 1] = groups .. 'busy'; spec[#spec + 1] = 'zset' end
 if #later > 0 or pushing then spec[#spec + 1] = groups .. 'delayed'; spec[#spec + 1] = 'zset' end
 expect_types(spec)
@@ -344,6 +356,7 @@ if #gready > 0 then
       end
     end
   end
+  gc.inring, gc.ringn = nil, nil -- (the push below changes the ring)
   if #pick > 0 then
     local has_prio = any_prio or mgroups == '2'
     -- (keep: what the last take did, for a push heard by nobody to take

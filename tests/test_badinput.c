@@ -2350,10 +2350,11 @@ TEST(genqueue_of_several_groups_on_a_wrongtype_groups_list_writes_nothing) {
 
 /* A group job's enqueue checks every key it writes before its first
  * write, by the read that comes first where there is one (stats, meta, the
- * depth index, the settings, an entering group's list and priority set)
- * and by a TYPE of the rest it writes (the job columns, the groups' job
- * hash, and the ring, listing and busy set for a group entering the depth
- * index, the delayed set for a delayed job): a wrongly typed one of any is
+ * depth index, the settings, an entering group's list and priority set,
+ * the ring for an entering group) and by a TYPE of the rest it writes (the
+ * job columns, the groups' job hash, and the listing and busy set for a
+ * group entering the depth index, the delayed set for a delayed job): a
+ * wrongly typed one of any is
  * refused naming it, nothing written (genq40 left the TYPE of the keys a
  * call does not write). */
 TEST(genqueue_checks_every_key_it_writes_before_its_first_write) {

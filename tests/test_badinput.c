@@ -2326,7 +2326,7 @@ TEST(genqueue_on_wrongtype_group_keys_writes_nothing) {
  * each write checking its own key's type: a wrongly typed list or priority
  * set of a later group undoes those written before it (nothing written,
  * the error names the key); a group entering the depth index has its
- * priority set checked (GROUPS.deepen reads it after the writes). */
+ * priority set checked (counted before the writes, genq40: its ZCARD). */
 TEST(genqueue_of_several_groups_on_a_wrongtype_groups_list_writes_nothing) {
     test_server s;
     server_start_guarded(&s, NULL);
@@ -2344,6 +2344,47 @@ TEST(genqueue_of_several_groups_on_a_wrongtype_groups_list_writes_nothing) {
     ASSERT_EQ(2, server_int(rc, "LLEN t:{g}:g:r:a"));
     ASSERT_EQ(1, server_int(rc, "LLEN t:{g}:g:r:b"));
     ASSERT_EQ(1, server_int(rc, "ZCARD t:{g}:g:p:b"));
+    redisFree(rc);
+    server_stop_guarded(&s);
+}
+
+/* A group job's enqueue checks every key it writes before its first
+ * write, by the read that comes first where there is one (stats, meta, the
+ * depth index, the settings, an entering group's list and priority set,
+ * the ring for an entering group) and by a TYPE of the rest it writes (the
+ * job columns, the groups' job hash, and the listing and busy set for a
+ * group entering the depth index, the delayed set for a delayed job): a
+ * wrongly typed one of any is
+ * refused naming it, nothing written (genq40 left the TYPE of the keys a
+ * call does not write). */
+TEST(genqueue_checks_every_key_it_writes_before_its_first_write) {
+    test_server s;
+    server_start_guarded(&s, NULL);
+    redisContext *rc = server_connect(&s);
+    /* one ready job of group a (entering the depth index), one delayed of b */
+    const char *args[] = {"0", "", "", "p1", "", "a", "", "p2", "60000,0,3,", "b"};
+    static const char *const keys[][2] = {
+        {"t:{g}:stats", "hash"},   {"t:{g}:meta", "hash"},      {"t:{g}:payload", "hash"},
+        {"t:{g}:state", "hash"},   {"t:{g}:options", "hash"},   {"t:{g}:g:job", "hash"},
+        {"t:{g}:g:conf", "hash"},  {"t:{g}:g:depth", "zset"},   {"t:{g}:g:ring", "zset"},
+        {"t:{g}:g:all", "zset"},   {"t:{g}:g:busy", "zset"},    {"t:{g}:g:delayed", "zset"},
+        {"t:{g}:g:r:a", "list"},   {"t:{g}:g:p:a", "zset"}};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        refused_on_wrongtype(rc, RJQ__S_GENQUEUE, keys[i][0], keys[i][1], args, 10);
+    redisReply *r = eval_script(rc, RJQ__S_GENQUEUE, "g", args, 10);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4);
+    freeReplyObject(r);
+    ASSERT_EQ(1, server_int(rc, "LLEN t:{g}:g:r:a"));
+    ASSERT_EQ(1, server_int(rc, "ZCARD t:{g}:g:delayed"));
+    ASSERT_EQ(1, server_int(rc, "ZCARD t:{g}:g:ring"));
+    /* a job behind group a's ready one (in the index, until its own key's
+     * turn: the last): the keys such a call reads or writes */
+    for (size_t i = 0; i < 8; i++)
+        refused_on_wrongtype(rc, RJQ__S_GENQUEUE, keys[i][0], keys[i][1], args, 6);
+    r = eval_script(rc, RJQ__S_GENQUEUE, "g", args, 6);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 2 && r->element[1]->integer == 0);
+    freeReplyObject(r);
+    ASSERT_EQ(2, server_int(rc, "LLEN t:{g}:g:r:a"));
     redisFree(rc);
     server_stop_guarded(&s);
 }

@@ -43,8 +43,11 @@
  * the group had ready ids and it has no limit, rate or pause: 29 -> 28, gcuts; nor the listing's ZADD NX: a group in the
  * index is listed, 28 -> 27; the monitor key's EXISTS, for each new job's
  * 'enqueued' event, which genqueue.lua never emitted: 27 -> 28, gpush2; a call
- * that pushes asked it already) */
-#define GROUP_ENQUEUE_BEHIND_COMMANDS 28
+ * that pushes asked it already; a TYPE only of the job columns and the groups'
+ * job hash, the other keys checked by their reads (stats, meta, the depth index)
+ * or unwritten (ring, listing, busy and delayed sets), and the depth index's
+ * ZMSCORE without its EXISTS: 28 -> 19, genq40) */
+#define GROUP_ENQUEUE_BEHIND_COMMANDS 19
 
 static enqueue_wait enqueue_in(test_env *e, rjq_queue *q, const char *payload, const char *group,
                                int priority) {

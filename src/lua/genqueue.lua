@@ -58,9 +58,7 @@ for i = 1, n do
   local at = FIRST + 4 * i - 4
   local o, g = ARGV[at + 2], ARGV[at + 3]
   if not gseen[g] then
-    if #g == 0 or #g > 64 or not string.match(g, GROUPS.NAME) then
-      return redis.error_reply('ERR rjq genqueue: bad group name')
-    end
+    if not GROUPS.named(g) then return redis.error_reply('ERR rjq genqueue: bad group name') end
     gseen[g] = true; glist[#glist + 1] = g
   end
   if string.byte(o, 1) == 43 then joins[i] = true; o = string.sub(o, 2) end -- '+'
@@ -73,25 +71,34 @@ for i = 1, n do
   end
   ids[i], gs[i], delay[i], pri[i], stored[i] = ARGV[at], g, r[1], r[2], r[3] .. g
 end
--- (the groups' lists and priority sets: below, not a TYPE per group)
-expect_types({stats, 'hash', J.d, 'hash', J.s, 'hash', J.o, 'hash', meta, 'hash', groups .. 'job', 'hash',
-              groups .. 'ring', 'zset', groups .. 'all', 'zset', groups .. 'delayed', 'zset',
-              groups .. 'conf', 'hash', groups .. 'depth', 'zset', groups .. 'busy', 'zset'})
+-- The keys' types are checked before the first write (nothing written
+-- when one is wrongly typed), each by the first command that reads it
+-- where there is one (typed: the read's own WRONGTYPE; stats, meta, the
+-- payloads when ids are given, the settings, the depth index, the lists
+-- and priority sets of bounded and entering groups, idle), else by a TYPE
+-- (expect_types) only of the keys the call writes: the job columns and
+-- the groups' job hash on every call; the ring, listing, busy set and
+-- delayed set when the call writes them (below, spec).
 local seq = int_fields(stats, 'seq', 'skipped', 'gready')[1] or 0
+local mgroups = typed('hash', 'HMGET', meta, 'groups')[1]
+local spec = {J.s, 'hash', J.o, 'hash', groups .. 'job', 'hash'}
 
 -- ids given that exist already
 local given, taken = {}, {}
 for i = 1, n do if ids[i] ~= '' then given[#given + 1] = ids[i] end end
 if #given > 0 then
-  local v = hmget(J.d, given)
+  local v = hmget(J.d, given, 'hash')
   for i, id in ipairs(given) do if v[i] then taken[id] = true end end
+else
+  spec[#spec + 1] = J.d; spec[#spec + 1] = 'hash'
 end
 
 -- the groups' settings (the call's cache gc); what a limited or rated
 -- group's offer reads: checked only for such a group
 local gc, bound, rated_any = {}, {}, false
 local lspec = {}
-for _, g in ipairs(glist) do
+if not GROUPS.noconf(groups, gc) then expect_types({groups .. 'conf', 'hash'}) end
+for _, g in ipairs(gc.noconf and {} or glist) do -- (no settings: none has a limit, rate or bound)
   local limit, _, _, rate, _, b = GROUPS.conf(groups, g, gc)
   if limit then lspec[#lspec + 1] = groups .. 'a:' .. g; lspec[#lspec + 1] = 'set' end
   if rate then rated_any = true end
@@ -111,6 +118,10 @@ local gw = {} -- a bounded group -> its ready jobs (with those admitted so far)
 local seen = {} -- ids given of the units admitted
 local admitted = {}
 local i = 1
+if max_waiting <= 0 and next(bound) == nil then -- (no bound: every unit admitted)
+  for k = 1, n do admitted[k] = k end
+  i = n + 1
+end
 while i <= n do
   local j = i
   while j < n and joins[j + 1] do j = j + 1 end
@@ -177,6 +188,7 @@ local qtimes = int(now) .. ',,'
 local sready, sdelayed = state_value('ready', '0', nil, qtimes), state_value('delayed', '0', nil, qtimes)
 local dcol, ocol, jcol, scol = {}, {}, {}, {}
 local byg, gready, later = {}, {}, {} -- group -> its ready jobs {ids of priority 0, prio set's pairs}
+local NONE = {} -- (a group's prio pairs until it has one: no table made per group for them)
 for _, k in ipairs(new) do
   seq = seq + 1
   local id, g = ids[k], gs[k]
@@ -192,47 +204,84 @@ for _, k in ipairs(new) do
   else
     scol[#scol + 1] = sready
     local b = byg[g]
-    if not b then b = {{}, {}}; byg[g] = b; gready[#gready + 1] = g end
+    if not b then b = {{}, NONE}; byg[g] = b; gready[#gready + 1] = g end
     if pri[k] == 0 then b[1][#b[1] + 1] = id
-    else b[2][#b[2] + 1] = prio_score(pri[k], seq); b[2][#b[2] + 1] = id end
+    else
+      if b[2] == NONE then b[2] = {} end
+      b[2][#b[2] + 1] = prio_score(pri[k], seq); b[2][#b[2] + 1] = id
+    end
   end
 end
 
 -- The groups' lists and priority sets: a group that enters the depth
--- index has its priority set read (GROUPS.deepen), so it is checked; the
--- call's first writes are the groups' ready ids, each write checking its
--- own key's type (lib.lua undoable: one refused undoes those before it,
--- nothing written), not a TYPE of two keys per group.
+-- index (GROUPS.deepen) is counted from them before the first write
+-- (typed: their check); the call's first writes are the groups' ready
+-- ids, each write checking its own key's type (lib.lua undoable: one
+-- refused undoes those before it, nothing written), not a TYPE of two
+-- keys per group.
 local u = undoable()
-local sc = {} -- the depth index's scores of the groups of gready (nil: not in it)
+local was, dnow = {}, {} -- (was[k]: gready[k]'s count in the depth index; dnow[g]: an entering group's ready ids, counted)
+local entering = false
 if #gready > 0 then
-  local chk = {}
-  sc = zmscore_sparse(groups .. 'depth', gready)
-  for k, g in ipairs(gready) do
-    if not sc[k] then chk[#chk + 1] = groups .. 'p:' .. g; chk[#chk + 1] = 'zset' end
+  for at = 1, #gready, CHUNK do
+    local part = typed('zset', 'ZMSCORE', groups .. 'depth', unpack(gready, at, math.min(at + CHUNK - 1, #gready)))
+    for j = 1, #part do was[at + j - 1] = part[j] and -count_of(part[j]) or 0 end
   end
-  if #chk > 0 then expect_types(chk) end
+  local ent = {}
+  for k, g in ipairs(gready) do
+    if was[k] <= 0 then
+      dnow[g] = typed('list', 'LLEN', groups .. 'r:' .. g) + typed('zset', 'ZCARD', groups .. 'p:' .. g)
+      ent[#ent + 1] = g
+    end
+  end
+  -- the entering groups' places in the ring and its size, read once for
+  -- their offers (GROUPS.offer: c.inring, c.ringn; the ring's check)
+  if #ent > 0 then
+    entering = true
+    gc.inring = {}
+    for at = 1, #ent, CHUNK do
+      local part = typed('zset', 'ZMSCORE', groups .. 'ring', unpack(ent, at, math.min(at + CHUNK - 1, #ent)))
+      for j = 1, #part do gc.inring[ent[at + j - 1]] = part[j] and true or false end
+    end
+    gc.ringn = typed('zset', 'ZCARD', groups .. 'ring')
+  end
+end
+-- what the call writes besides (GROUPS.list, push_delayed, GROUPS.offer,
+-- the push's GROUPS.take)
+local pushing = #pick > 0
+if entering or #later > 0 or pushing then spec[#spec + 1] = groups .. 'all'; spec[#spec + 1] = 'zset' end
+if not entering and (pushing or not gc.noconf) then spec[#spec + 1] = groups .. 'ring'; spec[#spec + 1] = 'zset' end
+if entering or pushing then spec[#spec + 1] = groups .. 'busy'; spec[#spec + 1] = 'zset' end
+if #later > 0 or pushing then spec[#spec + 1] = groups .. 'delayed'; spec[#spec + 1] = 'zset' end
+expect_types(spec)
+if #gready > 0 then
+  -- (the pushes' undo: one step for them all, not a closure per group)
+  local pushed = {} -- list key, its ids pushed, ...
+  u.step(function() -- (from the tail: LREM, which the worker's ACL has, not RPOP)
+    for x = #pushed - 1, 1, -2 do
+      local rk, part = pushed[x], pushed[x + 1]
+      for j = #part, 1, -1 do redis.call('LREM', rk, -1, part[j]) end
+    end
+  end)
   for _, g in ipairs(gready) do
     local b = byg[g]
     for part_at = 1, #b[1], CHUNK do
       local rk = groups .. 'r:' .. g
       local part = #b[1] <= CHUNK and b[1] or {unpack(b[1], part_at, math.min(part_at + CHUNK - 1, #b[1]))}
-      u.call('list', function()
-        return function() -- (from the tail: LREM, which the worker's ACL has, not RPOP)
-          for j = #part, 1, -1 do redis.call('LREM', rk, -1, part[j]) end
-        end
-      end, 'RPUSH', rk, unpack(part))
+      u.call('list', nil, 'RPUSH', rk, unpack(part))
+      pushed[#pushed + 1] = rk; pushed[#pushed + 1] = part
     end
     for part_at = 1, #b[2], 2 * CHUNK do
       local pk = groups .. 'p:' .. g
       local part = {unpack(b[2], part_at, math.min(part_at + 2 * CHUNK - 1, #b[2]))}
-      u.call('zset', function()
+      local added = u.call('zset', function()
         return function() -- (the ids are new: none was in the set)
           local m = {}
           for j = 2, #part, 2 do m[#m + 1] = part[j] end
           redis.call('ZREM', pk, unpack(m))
         end
       end, 'ZADD', pk, unpack(part))
+      if dnow[g] then dnow[g] = dnow[g] + added - #part / 2 end -- (added below as #part / 2)
     end
   end
 end
@@ -248,8 +297,12 @@ if emit ~= UNMONITORED then
   for _, k in ipairs(new) do emit('enqueued', out[2 * k - 1]) end
 end
 -- (meta groups: '1' group jobs, '2' of priorities other than 0 too: the
--- claim then reads each group's priority set, GROUPS.take)
-if any_prio then redis.call('HSET', meta, 'groups', '2') else redis.call('HSETNX', meta, 'groups', '1') end
+-- claim then reads each group's priority set, GROUPS.take; read above)
+if any_prio then
+  if mgroups ~= '2' then redis.call('HSET', meta, 'groups', '2') end
+elseif not mgroups then
+  redis.call('HSET', meta, 'groups', '1')
+end
 
 -- delayed jobs: listed, in the groups' delayed set
 local rang, listed = false, {}
@@ -275,13 +328,12 @@ if #gready > 0 then
   -- leaves the busy set
   local before, za, unbusy = {}, {}, {} -- (before: the ready ids a group had)
   for k, g in ipairs(gready) do
-    local add, was = #byg[g][1] + #byg[g][2] / 2, sc[k] and -tonumber(sc[k]) or 0
-    if was > 0 then
-      before[g] = was
-      za[#za + 1] = negnum(was + add); za[#za + 1] = g
+    local add = #byg[g][1] + #byg[g][2] / 2
+    if was[k] > 0 then
+      before[g] = was[k]
+      za[#za + 1] = negnum(was[k] + add); za[#za + 1] = g
     else
-      local d = GROUPS.depth(groups, g)
-      za[#za + 1] = negnum(d); za[#za + 1] = g
+      za[#za + 1] = negnum(dnow[g] + add); za[#za + 1] = g
       unbusy[#unbusy + 1] = g
     end
   end
@@ -289,19 +341,24 @@ if #gready > 0 then
   if #unbusy > 0 then call_all('ZREM', groups .. 'busy', unbusy) end
   for _, g in ipairs(gready) do
     local had = before[g]
-    gc.rated = nil
-    GROUPS.offer(groups, J, g, gc, had)
-    -- (listed: a group that had ready ids is already; no ZADD per enqueue
-    -- behind its group's backlog)
-    if not had or had == 0 then
-      GROUPS.list(groups, g)
-      -- a group waiting for its rate window whose first waiting jobs these
-      -- are (GROUPS.rated_bell)
-      if gc.rated == g then first_rated[#first_rated + 1] = g end
+    -- (a group that had ready ids, on a queue without group settings: in
+    -- the ring already, GROUPS.offer, which is not called for it)
+    if not (had and gc.noconf) then
+      gc.rated = nil
+      GROUPS.offer(groups, J, g, gc, had, true)
+      -- (listed: a group that had ready ids is already; no ZADD per enqueue
+      -- behind its group's backlog)
+      if not had then
+        GROUPS.list(groups, g)
+        -- a group waiting for its rate window whose first waiting jobs these
+        -- are (GROUPS.rated_bell)
+        if gc.rated == g then first_rated[#first_rated + 1] = g end
+      end
     end
   end
+  gc.inring, gc.ringn = nil, nil -- (the push below changes the ring)
   if #pick > 0 then
-    local has_prio = any_prio or redis.call('HMGET', meta, 'groups')[1] == '2'
+    local has_prio = any_prio or mgroups == '2'
     -- (keep: what the last take did, for a push heard by nobody to take
     -- back, GROUPS.untake: no PUBSUB NUMSUB per registration, the
     -- PUBLISH's reply is the proof the worker listens; docs/scripts.md

@@ -899,6 +899,9 @@ local function undoable()
     end
     return r
   end
+  -- f: an undo of writes the caller makes through u.call with no undo of
+  -- their own (it keeps their record, so one step undoes many writes)
+  function u.step(f) steps[#steps + 1] = f end
   -- expect_types(spec), undoing the writes made through u when it refuses
   function u.check(spec)
     local ok, e = pcall(expect_types, spec)

@@ -2236,9 +2236,9 @@ local function push_format_ok(format)
 end
 
 -- The lean pair's parses of strings that come again call after call,
--- memoised (enqueue_one.lua, complete_one.lua): a pattern match with
--- captures costs a few k Redis instructions (callgrind), a lookup in a
--- table next to nothing. reg_field(f): a registration's field
+-- memoised (enqueue_one.lua, complete_one.lua, push_to_idle, push_plan,
+-- offer_slots): a pattern match with captures costs a few k Redis
+-- instructions (callgrind), a lookup in a table next to nothing. reg_field(f): a registration's field
 -- "<worker> <channel>" as wid, wch and the head of its push tokens
 -- "<client>.<worker>." (the client: the channel's last ":" part);
 -- nil when it is not of that form. reg_value(v): a registration's value
@@ -2400,9 +2400,8 @@ local function push_to_idle(J, active, idle, tbase, budget, emit, pick, take, de
     local field, v = pick[1], pick[2]
     pick = nil
     if field == CONTROL_MARK then break end -- paused or limited: no registrations
-    local wid, ch = string.match(field, '^(%S+) (.+)$')
-    local slots, epoch, lease, format, q2 = string.match(v, '^(%d+) (%S+) (%d+) (%S+) ?(2?)$')
-    slots = tonumber(slots or 0)
+    local wid, ch, thead = reg_field(field) -- (parses memoised: reg_field, reg_value)
+    local slots, epoch, lease, format, q2, lease_n = reg_value(v)
     -- (with back, no PUBSUB NUMSUB: the message's PUBLISH counts the
     -- worker's subscribers, and a message heard by nobody is undone below)
     if not plan and (not ch or slots < 1 or not push_format_ok(format) or
@@ -2414,8 +2413,8 @@ local function push_to_idle(J, active, idle, tbase, budget, emit, pick, take, de
       taken = taken + #ids
       now = now or now_ms()
       k = k + 1
-      local out, tok = {}, string.match(ch, '([^:]+)$') .. '.' .. wid .. '.' .. tbase .. k
-      local deadline = int(now + tonumber(lease))
+      local out, tok = {}, thead .. tbase .. k
+      local deadline = int(now + lease_n)
       -- (the active events wait for the message to be heard)
       local evs = emit ~= UNMONITORED and undo and {} or nil
       local c = {active = active, deadlines = deadlines, now = now,
@@ -2474,7 +2473,7 @@ local function push_to_idle(J, active, idle, tbase, budget, emit, pick, take, de
       if heard > 0 or not undo then
         if evs then for i = 1, #evs do emit('active', evs[i]) end end
         if slots - n > 0 then
-          redis.call('HSET', idle, field, registration(slots - n, epoch, lease, format, q2 == '2'))
+          redis.call('HSET', idle, field, registration(slots - n, epoch, lease, format, q2))
         else
           redis.call('HDEL', idle, field)
         end
@@ -2525,16 +2524,15 @@ end
 -- writes it. The same token as push_to_idle's first message (k = 1).
 local function push_plan(pick, tbase, budget, sv, now)
   if #pick == 0 or pick[1] == CONTROL_MARK then return nil end
-  local wid, ch = string.match(pick[1], '^(%S+) (.+)$')
-  local slots, _, _, format = string.match(pick[2], '^(%d+) (%S+) (%d+) (%S+) ?2?$')
-  slots = tonumber(slots or 0)
+  local _, ch, thead = reg_field(pick[1]) -- (parses memoised: reg_field, reg_value)
+  local slots, _, _, format = reg_value(pick[2])
   -- (no PUBSUB NUMSUB: push_to_idle undoes a message heard by nobody;
   -- on a cluster it does not, SPUBLISH's count proving nothing: asked)
   if not ch or slots < 1 or not push_format_ok(format) or
      ((PUB or pub_mode()) == 'SPUBLISH' and numsub(ch) == 0) then
     return nil
   end
-  local tok = string.match(ch, '([^:]+)$') .. '.' .. wid .. '.' .. tbase .. 1
+  local tok = thead .. tbase .. 1
   local _, a, _t, tm = state_of(sv)
   return math.min(slots, budget), 'active ' .. num(a + 1) .. ' ' .. tok .. ' @' .. times_started(tm, int(now))
 end

@@ -6,9 +6,8 @@
 -- delay) once deps_release.lua has counted every one of them. Only this
 -- queue's slot is touched: the client then registers the jobs with their
 -- dependencies' queues (deps_watch.lua, a call per dependency's queue),
--- but a dependency of this queue is registered here (as DEPS.register in
--- lib.lua does it, in this script's loop: its finishing script then
--- releases the job in its own call).
+-- but a dependency of this queue is registered here (DEPS.register_ids,
+-- lib.lua: its finishing script then releases the job in its own call).
 -- KEYS (src/keys.def; bound to these locals): stats, cols, waiting, deps,
 --       dependents
 -- ARGV: 1 job name prefix (of this queue), then per job: its id ('' =
@@ -139,42 +138,15 @@ if nd > 0 then
   call_all('HSET', deps, dp, 2)
   call_all('ZADD', waiting, w, 2)
 end
--- The registrations with jobs of this queue, as DEPS.register (lib.lua)
--- does them, here in this script's own loop (no registration tuples, no
--- reply table): read after the writes (a dependency enqueued in this call
--- reads waiting), a finished or missing dependency leaves its dependent's
+-- The registrations with jobs of this queue (DEPS.register_ids,
+-- lib.lua), read after the writes (a dependency enqueued in this call
+-- reads waiting): a finished or missing dependency leaves its dependent's
 -- existed 0 (the client counts it: deps_release.lua), an unfinished one
--- records the dependent in its dependents entry (once: an entry that has
--- it already keeps it; a missing job's stale entry goes).
+-- records the dependent in its dependents entry.
 if nr > 0 then
-  local S, H = hmget(J.s, rid), hmget(dependents, rid)
-  local fv, at, nfv, stale = {}, {}, 0, {} -- (at[id]: the index in fv of its entry's value)
-  local last_sv, last_state
-  local find, hp = string.find, here .. ' '
-  for r = 1, nr do
-    local did, sv = rid[r], S[r]
-    local state = last_state
-    if sv ~= last_sv then
-      state = sv and (string.match(sv, '^(%a+) %d') or sv)
-      last_sv, last_state = sv, state
-    end
-    if not sv and redis.call('HEXISTS', J.d, did) == 0 then
-      out[rat[r]] = 0
-      if H[r] then stale[#stale + 1] = did end
-    elseif state == 'completed' or state == 'dead' or state == 'cancelled' then
-      out[rat[r]] = 0
-    else
-      local e, k = hp .. out[rat[r] - 1], at[did] -- (the entry's line: "<queue> <dependent's id>")
-      local l = k and fv[k] or not k and H[r]
-      if not l then
-        nfv = nfv + 2; fv[nfv - 1] = did; fv[nfv] = e; at[did] = nfv
-      elseif not find('\n' .. l .. '\n', '\n' .. e .. '\n', 1, true) then
-        if not k then nfv = nfv + 2; fv[nfv - 1] = did; k = nfv; at[did] = k end
-        fv[k] = l .. '\n' .. e
-      end
-    end
-  end
-  if nfv > 0 then call_all('HSET', dependents, fv, 2) end
-  if #stale > 0 then call_all('HDEL', dependents, stale) end
+  local entries, hp = {}, here .. ' '
+  for r = 1, nr do entries[r] = hp .. out[rat[r] - 1] end -- ("<queue> <dependent's id>")
+  local got = DEPS.register_ids(J, dependents, rid, entries)
+  for r = 1, nr do if got[r] ~= 'waiting' then out[rat[r]] = 0 end end
 end
 return out

@@ -1135,8 +1135,8 @@ end
 -- the same call: complete.lua and fail.lua release the dependents of the
 -- jobs they finish that wait in their queue (DEPS.finished; complete.lua
 -- a job's one dependent waiting for it alone with DEPS.release_ones),
--- deps_add.lua registers a job with its dependencies of its queue (as
--- DEPS.register does, in its own loop); the client carries only the steps
+-- deps_add.lua registers a job with its dependencies of its queue
+-- (DEPS.register_ids); the client carries only the steps
 -- to other queues.
 local DEPS = {}
 DEPS.MARKS = {completed = 'c', dead = 'd', cancelled = 'x', missing = 'm'}
@@ -1353,11 +1353,22 @@ end
 -- read: notify). Idempotent: a dependent registered twice is recorded
 -- once. Returns per registration the outcome so far: 'waiting'
 -- (registered), 'completed', 'dead', 'cancelled', or 'missing' (no such
--- job). (deps_add.lua does the same in its own loop, deprel2: a change
--- here goes there too.)
+-- job). DEPS.register_ids does the work (deps_add.lua calls it too).
 function DEPS.register(J, dependents, regs)
-  local ids = {}
-  for i = 1, #regs, 3 do ids[#ids + 1] = regs[i] end
+  local ids, entries = {}, {}
+  for i = 1, #regs, 3 do
+    ids[#ids + 1] = regs[i]
+    entries[#entries + 1] = regs[i + 1] .. ' ' .. regs[i + 2]
+  end
+  return DEPS.register_ids(J, dependents, ids, entries)
+end
+
+-- DEPS.register's registrations as two lists: ids[k] the job's id,
+-- entries[k] its dependent's line in the job's dependents entry,
+-- "<dependent's queue> <dependent's id>" (deps_add.lua: the jobs of its
+-- call with dependencies of its own queue, read after its writes).
+-- Returns per registration its outcome, as DEPS.register.
+function DEPS.register_ids(J, dependents, ids, entries)
   local s, have = hmget(J.s, ids), hmget(dependents, ids)
   -- order: the jobs given dependents (first seen); had/list: their entry as read, as written
   local out, order, had, list, stale = {}, {}, {}, {}, {}
@@ -1376,7 +1387,7 @@ function DEPS.register(J, dependents, regs)
       out[k] = state
     else
       out[k] = 'waiting'
-      local entry = regs[3 * k - 1] .. ' ' .. regs[3 * k]
+      local entry = entries[k]
       if had[id] == nil then
         order[#order + 1] = id
         had[id] = have[k] or false

@@ -233,7 +233,12 @@ for i, id in ipairs(ids) do
 end
 
 local with_deps = false -- the ids of jobs of code 3, listed after the offers
-local DQ = nil -- the keys of this queue's releases (DEPS.finished), made once
+local DQ = nil -- the keys of this queue's releases (DEPS.finished), made once: dq()
+local function dq()
+  DQ = DQ or {ready = ready, prio = prio, delayed = delayed, stats = stats, waiting = waiting, deps = deps,
+              dependents = dependents, depsfin = depsfin, depsfinc = depsfinc, wake = wake, emit = emit}
+  return DQ
+end
 local lists = nil -- their dependents entries, when read here (ent below)
 local kept, sweep = 0, false -- ids in the retention index after this call; sweep due?
 if #gone > 0 then
@@ -263,9 +268,7 @@ if #gone > 0 then
   -- (a job's one dependent waiting in this queue for it alone is released
   -- here, its entry then false: no DEPS.finished for it, lib.lua)
   if ent then
-    DQ = {ready = ready, prio = prio, delayed = delayed, stats = stats, waiting = waiting, deps = deps,
-          dependents = dependents, depsfin = depsfin, depsfinc = depsfinc, wake = wake, emit = emit}
-    DEPS.release_ones(J, DQ, gone, ent)
+    DEPS.release_ones(J, dq(), gone, ent)
   end
   local told = {}
   lists = ent and {} or nil
@@ -312,10 +315,7 @@ end
 -- code 3, with the entry left (indexed for the sweep in depsfin until
 -- their releases went through: deps_done.lua), the others of code 1.
 if with_deps and #with_deps > 0 then
-  local left = DEPS.finished(J, DQ or {ready = ready, prio = prio, delayed = delayed, stats = stats,
-                                       waiting = waiting, deps = deps, dependents = dependents,
-                                       depsfin = depsfin, depsfinc = depsfinc, wake = wake, emit = emit},
-                                       with_deps, 'completed', lists)
+  local left = DEPS.finished(J, dq(), with_deps, 'completed', lists)
   local j = 0
   for i = 1, #ids do
     if out[i] == 3 then

@@ -1417,6 +1417,20 @@ function DEPS.queue(J)
   return J.prefix and string.match(J.prefix, ':{([^{}]*)}:job:$')
 end
 
+-- Whether the keys a release in J's queue writes (Q: as DEPS.finished) hold
+-- their types and stats' counters are integers: deps_release.lua's checks,
+-- their refusal caught (nothing is counted in the caller then). Asked once
+-- per call: the answer is kept in Q.ok.
+function DEPS.writable(J, Q)
+  if Q.ok == nil then
+    local spec = {Q.ready, 'list', Q.prio, 'zset', Q.delayed, 'zset', Q.waiting, 'zset', Q.deps, 'hash',
+                  J.o, 'hash'}
+    if Q.dead then spec[13] = Q.dead; spec[14] = 'zset'; spec[15] = J.e; spec[16] = 'hash' end
+    Q.ok = (pcall(function() expect_types(spec); int_fields(Q.stats, 'seq', 'skipped', 'dead') end))
+  end
+  return Q.ok
+end
+
 -- The dependents of jobs ids of J's queue, which this script just finished
 -- (`outcome`; DEPS_TOLD said they have some): those that wait in this
 -- queue (entry lines naming it) are counted here (DEPS.release), and their
@@ -1436,20 +1450,6 @@ end
 -- client releases them at once, not the sweep a period later). known (may
 -- be nil): the dependents entries of ids as the caller read them (false
 -- for none), not read again.
--- Whether the keys a release in J's queue writes (Q: as DEPS.finished) hold
--- their types and stats' counters are integers: deps_release.lua's checks,
--- their refusal caught (nothing is counted in the caller then). Asked once
--- per call: the answer is kept in Q.ok.
-function DEPS.writable(J, Q)
-  if Q.ok == nil then
-    local spec = {Q.ready, 'list', Q.prio, 'zset', Q.delayed, 'zset', Q.waiting, 'zset', Q.deps, 'hash',
-                  J.o, 'hash'}
-    if Q.dead then spec[13] = Q.dead; spec[14] = 'zset'; spec[15] = J.e; spec[16] = 'hash' end
-    Q.ok = (pcall(function() expect_types(spec); int_fields(Q.stats, 'seq', 'skipped', 'dead') end))
-  end
-  return Q.ok
-end
-
 function DEPS.finished(J, Q, ids, outcome, known)
   local here, ok = DEPS.queue(J), nil
   -- (an entry line "<this queue> <id>": the queue's name as a pattern, once)

@@ -184,32 +184,14 @@ print(done)
 EOF
 
 cg_redis_start "$CG_PORT" callgrind_drain_floor.sh
-pid=$CG_REDIS_PID
 redis-cli -p "$CG_PORT" -x FUNCTION LOAD < "$OUT/dfloor.lua" > /dev/null
 
 # the idle server's rate (cron, valgrind's clock), subtracted
 idle=$(cg_idle_rate 3)
-
-# $1 case, $2 phase: instructions per job, less the idle rate
-measure() {
-  local c=$1 ph=$2 a b ir
-  $PY "$OUT/drive.py" "$CG_PORT" "$DRAIN_N" "$BATCH" "$c" fill
-  callgrind_control -z "$pid" > /dev/null 2>&1
-  a=$(cg_now)
-  $PY "$OUT/drive.py" "$CG_PORT" "$DRAIN_N" "$BATCH" "$c" "$ph" > "$OUT/$c-$ph.out"
-  callgrind_control --dump="$c-$ph" "$pid" > /dev/null 2>&1
-  b=$(cg_now)
-  ir=$(cg_dumped "$c-$ph")
-  awk -v i="$ir" -v r="$idle" -v a="$a" -v b="$b" -v n="$DRAIN_N" 'BEGIN { printf "%.1f", (i - r * (b - a)) / n / 1000 }'
-}
 
 echo "redis-server $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/') under callgrind, $DRAIN_N jobs, $BATCH a call, output in $OUT"
 echo "idle server: $idle instructions/s (subtracted)"
 echo
 echo "| case | Redis instr/job | of which the claim | the completion |"
 echo "|---|---:|---:|---:|"
-for c in "${cases[@]}"; do
-  all=$(measure "$c" run)
-  cl=$(measure "$c" claim)
-  printf "| %-6s | %8.1fk | %8.1fk | %8.1fk |\n" "$c" "$all" "$cl" "$(awk -v a="$all" -v b="$cl" 'BEGIN { print a - b }')"
-done
+for c in "${cases[@]}"; do cg_drain_row "$c"; done

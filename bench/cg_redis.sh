@@ -3,9 +3,9 @@
 # (callgrind.sh, callgrind_floor.sh, callgrind_drain_floor.sh, callgrind_await_floor.sh,
 # callgrind_group_floor.sh, callgrind_deps_floor.sh,
 # callgrind_lean.sh, deps_callgrind.sh, deps_replay.sh, turnq_proto.sh): one place for
-# starting it, stopping it on exit, reading a dump's instructions and the idle
-# server's rate. It puts bench/ on PYTHONPATH: the scripts' Python drivers import
-# their RESP client from bench/cg_resp.py.
+# starting it, stopping it on exit, reading a dump's instructions, the idle
+# server's rate, and the drain stand-ins' rows. It puts bench/ on PYTHONPATH:
+# the scripts' Python drivers import their RESP client from bench/cg_resp.py.
 
 CG_BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export PYTHONPATH="$CG_BENCH_DIR${PYTHONPATH:+:$PYTHONPATH}"
@@ -50,4 +50,30 @@ cg_idle_rate() {
   callgrind_control --dump=idle "$CG_REDIS_PID" > /dev/null 2>&1
   t1=$(cg_now)
   awk -v i="$(cg_dumped idle)" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", i / (b - a) }'
+}
+
+# The drain stand-ins' rows (callgrind_drain_floor.sh, callgrind_group_floor.sh):
+# for case $1, "| case | instr/job | of which the claim | the completion |",
+# each per job in thousands: $OUT/drive.py fills the server unmeasured
+# ("fill"), then runs claims and completions ("run") or claims alone
+# ("claim") measured, less the idle rate $idle over the window. drive.py's
+# arguments: port, DRAIN_N, BATCH, the case, the phase, then $2... (PY, OUT,
+# CG_PORT, DRAIN_N, BATCH and idle: the calling script's).
+cg_drain_row() {
+  local all cl
+  all=$(cg_drain_measure "$1" run "${@:2}")
+  cl=$(cg_drain_measure "$1" claim "${@:2}")
+  printf "| %-6s | %8.1fk | %8.1fk | %8.1fk |\n" "$1" "$all" "$cl" "$(awk -v a="$all" -v b="$cl" 'BEGIN { print a - b }')"
+}
+cg_drain_measure() {
+  local c=$1 ph=$2 a b ir
+  $PY "$OUT/drive.py" "$CG_PORT" "$DRAIN_N" "$BATCH" "$c" fill "${@:3}"
+  callgrind_control -z "$CG_REDIS_PID" > /dev/null 2>&1
+  a=$(cg_now)
+  $PY "$OUT/drive.py" "$CG_PORT" "$DRAIN_N" "$BATCH" "$c" "$ph" "${@:3}" > "$OUT/$c-$ph.out"
+  callgrind_control --dump="$c-$ph" "$CG_REDIS_PID" > /dev/null 2>&1
+  b=$(cg_now)
+  ir=$(cg_dumped "$c-$ph")
+  # shellcheck disable=SC2154 # (idle: the calling script's, from cg_idle_rate)
+  awk -v i="$ir" -v r="$idle" -v a="$a" -v b="$b" -v n="$DRAIN_N" 'BEGIN { printf "%.1f", (i - r * (b - a)) / n / 1000 }'
 }

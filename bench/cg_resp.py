@@ -1,8 +1,8 @@
 # A RESP client for the callgrind bench scripts' drivers (callgrind_drain_floor.sh,
 # callgrind_group_floor.sh, callgrind_await_floor.sh, callgrind_deps_floor.sh,
-# deps_replay.sh): one
-# place for encoding a command and reading a reply. The scripts put bench/ on
-# PYTHONPATH (cg_redis.sh); their drivers `from cg_resp import ...`.
+# deps_replay.sh): one place for encoding a command and reading a reply. The
+# scripts put bench/ on PYTHONPATH (cg_redis.sh); their drivers
+# `from cg_resp import ...`.
 import socket
 
 

@@ -293,37 +293,11 @@ EOF
 cat > "$OUT/drive.py" << 'EOF'
 # drive.py port pid tier bytes warm n out prefill: awaited jobs one at a time over
 # four connections; prints "<window s>" and writes commandstats to out.cs0/.cs1
-import socket, subprocess, sys, time
+import subprocess, sys, time
 port, pid, tier, size, warm, n, out, prefill = (int(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4]),
                                                int(sys.argv[5]), int(sys.argv[6]), sys.argv[7], int(sys.argv[8]))
-class Conn:
-    def __init__(self):
-        self.s = socket.create_connection(('127.0.0.1', port))
-        self.s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.f = self.s.makefile('rb')
-    def send(self, *a):
-        b = [b'*%d\r\n' % len(a)]
-        for x in a:
-            x = x if isinstance(x, bytes) else str(x).encode()
-            b.append(b'$%d\r\n%s\r\n' % (len(x), x))
-        self.s.sendall(b''.join(b))
-    def read(self):
-        l = self.f.readline()
-        t, r = l[:1], l[1:-2]
-        if t == b'*':
-            k = int(r)
-            return None if k < 0 else [self.read() for _ in range(k)]
-        if t == b'$':
-            k = int(r)
-            if k < 0: return None
-            return self.f.read(k + 2)[:-2]
-        if t == b':': return int(r)
-        if t == b'-': raise SystemExit('redis: ' + r.decode())
-        return r
-    def call(self, *a):
-        self.send(*a)
-        return self.read()
-P, PS, W, WS = Conn(), Conn(), Conn(), Conn()
+from cg_resp import Conn
+P, PS, W, WS = Conn(port), Conn(port), Conn(port), Conn(port)
 push_ch, reply_ch, worker = '{q}:push:w1', '{q}:reply:p1', '{q}:push:w1'
 P.call('FLUSHALL')
 WS.call('SUBSCRIBE', push_ch)
@@ -404,14 +378,8 @@ redis-cli -p "$CG_PORT" config set busy-reply-threshold 600000 > /dev/null
 loaded=$(redis-cli -p "$CG_PORT" -x FUNCTION LOAD < "$OUT/afloor.lua")
 [ "$loaded" = rjqafloor ] || { echo "callgrind_await_floor.sh: FUNCTION LOAD: $loaded" >&2; exit 1; }
 
-t() { date +%s.%N; }
 # the idle server's rate (cron, valgrind's clock), subtracted
-callgrind_control -z "$pid" > /dev/null 2>&1
-t0=$(t)
-sleep 3
-callgrind_control --dump=idle "$pid" > /dev/null 2>&1
-t1=$(t)
-idle=$(awk -v i="$(cg_dumped idle)" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", i / (b - a) }')
+idle=$(cg_idle_rate 3)
 
 # Commands and script calls per job of the window tagged $1 (INFO left out).
 cmds() {

@@ -173,11 +173,10 @@ seg() {
 # RESP command files: gen.py K STEP > file
 cat > "$OUT/gen.py" << 'EOF'
 import sys
+from cg_resp import enc
 n, k, step = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 out = sys.stdout.buffer
-def cmd(*w):
-    w = [x if isinstance(x, bytes) else str(x).encode() for x in w]
-    out.write(b'*%d\r\n' % len(w) + b''.join(b'$%d\r\n%s\r\n' % (len(x), x) for x in w))
+def cmd(*w): out.write(enc(*w))
 if step == 'setup':
     for i in range(n):
         cmd('HSET', '{a}:s', 'c%d' % i, 'active 1 c.w.t1 @1764000000000,1764000000000,')
@@ -210,11 +209,10 @@ EOF
 # MODE=same's RESP command files: gens.py N K TIER STEP > file
 cat > "$OUT/gens.py" << 'EOF'
 import sys
+from cg_resp import enc
 n, k, tier, step = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
 out = sys.stdout.buffer
-def cmd(*w):
-    w = [x if isinstance(x, bytes) else str(x).encode() for x in w]
-    out.write(b'*%d\r\n' % len(w) + b''.join(b'$%d\r\n%s\r\n' % (len(x), x) for x in w))
+def cmd(*w): out.write(enc(*w))
 g = tier in ('g', 'ge', 'gs')
 # the keys, the values and the per-job arguments: short, or rjq's
 # (src/keys.def; deps_add.lua: id, payload, options, policy, count,
@@ -277,10 +275,7 @@ if [ "${REAL:-0}" = 1 ]; then
   awk -v d="$dep" -v p="$plain" -v n="$N" -v m="$real" 'BEGIN { x = (d - p) / n; printf "deps-bench %s %d: %d instructions, %.1fk per dependent job, %.2fx plain\n", m, n, d, x / 1000, x / (p / n) }'
 fi
 # the server idle (its periodic work, and callgrind's control): per second
-callgrind_control -z "$pid" > /dev/null 2>&1
-sleep 5
-callgrind_control --dump=idle "$pid" > /dev/null 2>&1
-idle=$(awk -v a="$(cg_dumped idle)" 'BEGIN { printf "%.0f", a / 5 }')
+idle=$(cg_idle_rate 5)
 echo "idle server: $idle instructions a second"
 echo
 if [ "$MODE" = same ]; then

@@ -147,33 +147,10 @@ EOF
 
 cat > "$OUT/drive.py" << 'EOF'
 # drive.py port n batch case phase: RESP over one socket, one call at a time
-import socket, sys
+import sys
+from cg_resp import Conn
 port, n, batch, case, phase = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
-s = socket.create_connection(('127.0.0.1', port))
-f = s.makefile('rb')
-def enc(*a):
-    b = [b'*%d\r\n' % len(a)]
-    for x in a:
-        x = x if isinstance(x, bytes) else str(x).encode()
-        b.append(b'$%d\r\n%s\r\n' % (len(x), x))
-    return b''.join(b)
-def read():
-    l = f.readline()
-    t, r = l[:1], l[1:-2]
-    if t == b'*':
-        k = int(r)
-        return None if k < 0 else [read() for _ in range(k)]
-    if t == b'$':
-        k = int(r)
-        if k < 0: return None
-        d = f.read(k + 2)
-        return d[:-2]
-    if t == b':': return int(r)
-    if t == b'-': raise SystemExit('redis: ' + r.decode())
-    return r
-def call(*a):
-    s.sendall(enc(*a))
-    return read()
+call = Conn(port).call
 keys = ['{q}:ready', '{q}:payloads', '{q}:leases', '{q}:completed', '{q}:state']
 def claim_keys(): return keys + ['{q}:k%d' % i for i in range(6, 17)] if case == 'args' else keys
 def complete_keys(): return keys + ['{q}:k%d' % i for i in range(6, 20)] if case == 'args' else keys
@@ -207,38 +184,14 @@ print(done)
 EOF
 
 cg_redis_start "$CG_PORT" callgrind_drain_floor.sh
-pid=$CG_REDIS_PID
 redis-cli -p "$CG_PORT" -x FUNCTION LOAD < "$OUT/dfloor.lua" > /dev/null
 
-t() { date +%s.%N; }
 # the idle server's rate (cron, valgrind's clock), subtracted
-callgrind_control -z "$pid" > /dev/null 2>&1
-t0=$(t)
-sleep 3
-callgrind_control --dump=idle "$pid" > /dev/null 2>&1
-t1=$(t)
-idle=$(awk -v i="$(cg_dumped idle)" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", i / (b - a) }')
-
-# $1 case, $2 phase: instructions per job, less the idle rate
-measure() {
-  local c=$1 ph=$2 a b ir
-  $PY "$OUT/drive.py" "$CG_PORT" "$DRAIN_N" "$BATCH" "$c" fill
-  callgrind_control -z "$pid" > /dev/null 2>&1
-  a=$(t)
-  $PY "$OUT/drive.py" "$CG_PORT" "$DRAIN_N" "$BATCH" "$c" "$ph" > "$OUT/$c-$ph.out"
-  callgrind_control --dump="$c-$ph" "$pid" > /dev/null 2>&1
-  b=$(t)
-  ir=$(cg_dumped "$c-$ph")
-  awk -v i="$ir" -v r="$idle" -v a="$a" -v b="$b" -v n="$DRAIN_N" 'BEGIN { printf "%.1f", (i - r * (b - a)) / n / 1000 }'
-}
+idle=$(cg_idle_rate 3)
 
 echo "redis-server $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/') under callgrind, $DRAIN_N jobs, $BATCH a call, output in $OUT"
 echo "idle server: $idle instructions/s (subtracted)"
 echo
 echo "| case | Redis instr/job | of which the claim | the completion |"
 echo "|---|---:|---:|---:|"
-for c in "${cases[@]}"; do
-  all=$(measure "$c" run)
-  cl=$(measure "$c" claim)
-  printf "| %-6s | %8.1fk | %8.1fk | %8.1fk |\n" "$c" "$all" "$cl" "$(awk -v a="$all" -v b="$cl" 'BEGIN { print a - b }')"
-done
+for c in "${cases[@]}"; do cg_drain_row "$c"; done

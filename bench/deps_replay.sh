@@ -49,6 +49,7 @@ fi
 # one RESP file per FCALL from the first claim on, and their list
 "$PY" - "$src" "$OUT/calls" << 'PYEOF'
 import sys, re
+from cg_resp import enc
 src, out = sys.argv[1], sys.argv[2]
 def unesc(t):
     b = bytearray(); i = 0
@@ -68,7 +69,7 @@ for line in open(src, errors='surrogateescape'):
     fn = w[1].decode().split('_', 2)[2]
     run = run or fn == 'claim'
     if not run: continue
-    open('%s/%04d.resp' % (out, k), 'wb').write(b'*%d\r\n' % len(w) + b''.join(b'$%d\r\n%s\r\n' % (len(x), x) for x in w))
+    open('%s/%04d.resp' % (out, k), 'wb').write(enc(*w))
     names.write('%04d %s %s %s\n' % (k, fn, w[3].decode(), w[1].decode()[:16]))
     k += 1
 PYEOF

@@ -141,8 +141,10 @@ typedef struct pool {
                                  (ACL NOPERM): the usual way from now on */
 } pool;
 
+#define NBATCH 3 /* a part's batches (b[]) */
+
 typedef struct part {
-    batch b[3];               /* plain, recording a reply channel, of groups */
+    batch b[NBATCH];          /* plain, recording a reply channel, of groups */
     pool pool;
     rjq__buf pre;             /* send_ahead's HSETNX commands (reused) */
     rjq__buf spare;           /* a batch's argument buffer back from a batch
@@ -317,12 +319,18 @@ static void refill(rjq_queue *q, size_t n);
 static void give_back(rjq_queue *q, rjq__buf *args);
 static void undropped(const sent_batch *s);
 
+/* Whether one of p's batches has jobs. */
+static int has_jobs(const part *p) {
+    for (int i = 0; i < NBATCH; i++)
+        if (p->b[i].n) return 1;
+    return 0;
+}
+
 /* One of q's calls ended: the batches its tick held back go. */
 static void call_ended(rjq_client *c, rjq_queue *q) {
     part *p = rjq__queue_part(q, RJQ__PART_ENQUEUE);
     RJQ_ASSERT(p != NULL && p->inflight > 0); /* (counted by flush_batch) */
-    if (--p->inflight == 0 && (p->b[0].n || p->b[1].n || p->b[2].n) && !rjq__closing(c))
-        rjq__queue_kick(q);
+    if (--p->inflight == 0 && has_jobs(p) && !rjq__closing(c)) rjq__queue_kick(q);
 }
 
 static int resend_checked(sent_batch *s);
@@ -1002,33 +1010,31 @@ static void learn(rjq_queue *q, part *p) {
     }
 }
 
-static void flush_both(rjq_queue *q, part *p) {
-    flush_batch(q, &p->b[0]);
-    flush_batch(q, &p->b[1]);
-    flush_batch(q, &p->b[2]);
+static void flush_all(rjq_queue *q, part *p) {
+    for (int i = 0; i < NBATCH; i++) flush_batch(q, &p->b[i]);
 }
 
 /* The queue's batches go, unless one of its calls is in flight: then
  * they go when its calls have ended (self-clocking, call_ended). */
 static void part_tick(rjq_queue *q, void *state) {
     part *p = state;
-    if ((p->b[0].n || p->b[1].n || p->b[2].n) && !p->learning &&
+    if (has_jobs(p) && !p->learning &&
         (p->learnt_ms == 0 || rjq__now_ms() - p->learnt_ms >= RJQ_INDEX_RELEARN_MS))
         learn(q, p);
-    if (p->inflight == 0) flush_both(q, p);
+    if (p->inflight == 0) flush_all(q, p);
 }
 
 static void part_abort(rjq_queue *q, void *state) {
     part *p = state;
     rjq_client *c = rjq_queue_get_client(q);
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < NBATCH; i++)
         if (p->b[i].n) fail_batch(c, &p->b[i], RJQ_ECANCELED);
 }
 
 static void part_close(rjq_queue *q, void *state) {
     part *p = state;
     (void)q;
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < NBATCH; i++) {
         rjq__buf_free(&p->b[i].args);
         free(p->b[i].items);
     }
@@ -1055,14 +1061,14 @@ static void before_send(rjq_client *c, void *state, int slot, int link) {
     int pin = 0, pinned = 0; /* the request's master, looked up once, when needed */
     for (rjq_queue *q = rjq__queue_first(c); q && e->pending; q = rjq__queue_next(q)) {
         part *p = rjq__queue_part(q, RJQ__PART_ENQUEUE);
-        if (p == NULL || (p->b[0].n == 0 && p->b[1].n == 0 && p->b[2].n == 0)) continue;
+        if (p == NULL || !has_jobs(p)) continue;
         int qs = p->inflight == 0 || slot < 0 ? -1 : rjq__queue_slot(q);
         if (qs >= 0 && qs != slot && link && !pinned) {
             pin = rjq__route_master_pin(c, slot);
             pinned = 1;
         }
         if (qs < 0 || qs == slot || (link && rjq__route_master_pin(c, qs) == pin))
-            flush_both(q, p);
+            flush_all(q, p);
     }
     if (e->pending && rjq__accepting(c)) rjq__want_flush(c); /* (held: for a later one) */
 }

@@ -1,5 +1,5 @@
 /* The check of one job's enqueue (enqueue.h): in a file of its own, so
- * the enqueues of other files (groups.c, which enqueue.c calls) use it too. */
+ * the enqueues of other files (await.c, deps.c, shard.c) use it too. */
 #include "enqueue.h"
 #include "headers.h"
 #include "validate.h"

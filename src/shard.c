@@ -1079,7 +1079,8 @@ static int hold_enqueue_on(rjq_queue *on, rjq_queue *q, const void *payload, siz
     it.len = len;
     it.opts = o;
     rjq_job_options plain; /* (dependencies: checked by deps.c; a job group is
-                            * checked when it is sent: groups.c; the rest as any) */
+                            * checked when it is sent: enqueue.c's
+                            * rjq__enqueue_check_grouped; the rest as any) */
     if (o && (o->after || o->n_after || o->group)) {
         if ((o->after || o->n_after) && rjq__deps_check(c, o) != RJQ_OK) return RJQ_EINVAL;
         plain = *o;

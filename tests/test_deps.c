@@ -637,6 +637,16 @@ static redisReply *complete_fcall(redisContext *rc, const char *q, const char *c
     return server_fcall(rc, RJQ__S_COMPLETE, q, args, k);
 }
 
+/* complete.lua's call of the jobs ids of q (complete_fcall), each answered
+ * 1 (completed, nothing left to the client). */
+static void assert_completes_each(redisContext *rc, const char *q, const char *const *ids,
+                                  size_t n) {
+    redisReply *r = complete_fcall(rc, q, ids, n);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == n);
+    for (size_t i = 0; i < n; i++) ASSERT_EQ(1, r->element[i]->integer);
+    freeReplyObject(r);
+}
+
 /* Job a of queue q (e's) planted active (plant_active) and b enqueued
  * after it in the same queue (policy fail): a's completion releases b. */
 static void b_after_active_a(test_env *e, const char *q) {
@@ -725,11 +735,7 @@ TEST(same_queue_dependent_is_released_by_its_dependencys_completion_once) {
     freeReplyObject(left);
     ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{sq}:depsfin")); /* k only */
     /* sent again (its reply lost): nothing released twice */
-    r = complete_fcall(e.rc, "sq", both, 2);
-    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 2);
-    ASSERT_EQ(1, r->element[0]->integer);
-    ASSERT_EQ(1, r->element[1]->integer);
-    freeReplyObject(r);
+    assert_completes_each(e.rc, "sq", both, 2);
     ASSERT_EQ(2, server_int(e.rc, "LLEN t:{sq}:ready"));
     ASSERT_STREQ("waiting", get_info(e.base, q2, "warm").state); /* (the client's) */
     env_stop(&e);
@@ -772,9 +778,7 @@ TEST(same_queue_release_costs_a_fixed_number_of_commands) {
     b_after_active_a(&e, "sc");
     long long before = server_commands_run(e.rc);
     const char *one[] = {"a"};
-    redisReply *r = complete_fcall(e.rc, "sc", one, 1);
-    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 1 && r->element[0]->integer == 1);
-    freeReplyObject(r);
+    assert_completes_each(e.rc, "sc", one, 1);
     long long n = server_commands_run(e.rc) - before - 1; /* (the FCALL) */
     printf("commands: completion releasing a dependent of its queue %lld (plain %d)\n", n,
            COMPLETION_COMMANDS);
@@ -806,9 +810,7 @@ TEST(same_queue_dependency_has_no_watchers_mark_and_every_finisher_finds_its_dep
     freeReplyObject(r);
     ASSERT_STREQ("active", get_info(e.base, e.q, "a").state);
     const char *one[] = {"a"};
-    r = complete_fcall(e.rc, "nm", one, 1);
-    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 1 && r->element[0]->integer == 1);
-    freeReplyObject(r);
+    assert_completes_each(e.rc, "nm", one, 1);
     ASSERT_STREQ("ready", get_info(e.base, e.q, "b").state);
     /* a cancel of x releases y (policy run) */
     int done = 0;
@@ -995,10 +997,7 @@ TEST(one_dependent_of_the_queue_is_released_in_the_completions_call_once_with_it
     ASSERT_OK(enqueue_after(&e, e.q, "d", m_x, 2, RJQ_AFTER_FAIL).status);
     ASSERT_EQ(3, server_int(e.rc, "ZCARD t:{so}:waiting"));
     const char *three[] = {"a", "k", "m"};
-    redisReply *r = complete_fcall(e.rc, "so", three, 3);
-    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 3);
-    for (size_t i = 0; i < 3; i++) ASSERT_EQ(1, r->element[i]->integer);
-    freeReplyObject(r);
+    assert_completes_each(e.rc, "so", three, 3);
     ASSERT_STREQ("ready", get_info(e.base, e.q, "b").state);
     ASSERT_STREQ("ready", get_info(e.base, e.q, "c").state);
     ASSERT_STREQ("waiting", get_info(e.base, e.q, "d").state);
@@ -1015,10 +1014,7 @@ TEST(one_dependent_of_the_queue_is_released_in_the_completions_call_once_with_it
     ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{so}:dependents m"));
     ASSERT_EQ(1, server_int(e.rc, "HLEN t:{so}:dependents"));      /* x's (d) */
     ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{so}:depsfin"));
-    r = complete_fcall(e.rc, "so", three, 3);
-    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 3);
-    for (size_t i = 0; i < 3; i++) ASSERT_EQ(1, r->element[i]->integer);
-    freeReplyObject(r);
+    assert_completes_each(e.rc, "so", three, 3);
     ASSERT_EQ(1, server_int(e.rc, "LLEN t:{so}:ready"));
     ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{so}:prio"));
     ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{so}:waiting"));
@@ -2115,9 +2111,7 @@ TEST(released_job_reads_its_dependencies_as_they_counted_without_its_list_rewrit
     ASSERT_OK(enqueue_after(&e, e.q, "y", &on_x, 1, RJQ_AFTER_FAIL).status);
     ASSERT_OK(enqueue_after(&e, e.q, "f", on_kx, 2, RJQ_AFTER_FAIL).status);
     const char *one[] = {"a"};
-    redisReply *r = complete_fcall(e.rc, "rl", one, 1);
-    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 1 && r->element[0]->integer == 1);
-    freeReplyObject(r);
+    assert_completes_each(e.rc, "rl", one, 1);
     ASSERT_STREQ("ready", get_info(e.base, e.q, "b").state);
     ASSERT(deps_line(e.rc, "rl", "b", "\nw rl a")); /* (not rewritten) */
     ASSERT(deps_line(e.rc, "rl", "r", "\nc rl a")); /* (still waiting: written) */
@@ -2157,9 +2151,7 @@ TEST(older_one_line_list_without_the_priority_is_released_and_marked) {
     b_after_active_a(&e, "ol");
     freeReplyObject(server_cmd(e.rc, "HSET t:{ol}:deps b %s", "fail 0\nw ol a"));
     const char *one[] = {"a"};
-    redisReply *r = complete_fcall(e.rc, "ol", one, 1);
-    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 1 && r->element[0]->integer == 1);
-    freeReplyObject(r);
+    assert_completes_each(e.rc, "ol", one, 1);
     ASSERT_STREQ("ready", get_info(e.base, e.q, "b").state);
     redisReply *d = server_cmd(e.rc, "HGET t:{ol}:deps b");
     ASSERT(d->type == REDIS_REPLY_STRING);

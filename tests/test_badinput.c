@@ -2421,6 +2421,24 @@ TEST(promote_of_a_group_job_on_wrongtype_group_keys_writes_nothing) {
     server_stop_guarded(&s);
 }
 
+/* Jobs on[0] and on[1] of queue q planted running (payload, an active
+ * state of token "tok", a lease), each with a dependent "w<i>" in the
+ * queue other (a dependent of another queue). */
+static void running_with_dependents_in(test_env *env, const char *q, const rjq_dep *on, rjq_queue *other) {
+    for (int i = 0; i < 2; i++) {
+        freeReplyObject(server_cmd(env->rc, "HSET t:{%s}:payload %s x", q, on[i].id));
+        freeReplyObject(server_cmd(env->rc, "HSET t:{%s}:state %s %s", q, on[i].id, "active 1 tok @1,2,"));
+        freeReplyObject(server_cmd(env->rc, "ZADD t:{%s}:active 99999999999999 %s", q, on[i].id));
+        rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+        char id[8];
+        snprintf(id, sizeof id, "w%d", i);
+        o.id = id;
+        o.after = &on[i];
+        o.n_after = 1;
+        ASSERT_OK(enqueue_job(env->base, other, "p", &o).status);
+    }
+}
+
 /* A completion releasing dependents ignores what it cannot read or index
  * of them (lib.lua DEPS.finished, try_all): with the dependents hash
  * wrongly typed it completes the job and hands out no entry (the sweep's
@@ -2433,18 +2451,7 @@ TEST(completion_with_dependents_on_wrongtype_dependency_keys_completes_and_leave
     rjq_queue *other;
     ASSERT_OK(rjq_queue_open(env.c, "dk2", NULL, &other));
     rjq_dep on[] = {{"dk", "a"}, {"dk", "b"}};
-    for (int i = 0; i < 2; i++) {
-        freeReplyObject(server_cmd(env.rc, "HSET t:{dk}:payload %s x", on[i].id));
-        freeReplyObject(server_cmd(env.rc, "HSET t:{dk}:state %s %s", on[i].id, "active 1 tok @1,2,"));
-        freeReplyObject(server_cmd(env.rc, "ZADD t:{dk}:active 99999999999999 %s", on[i].id));
-        rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
-        char id[8];
-        snprintf(id, sizeof id, "w%d", i);
-        o.id = id;
-        o.after = &on[i];
-        o.n_after = 1;
-        ASSERT_OK(enqueue_job(env.base, other, "p", &o).status); /* (a dependent of another queue) */
-    }
+    running_with_dependents_in(&env, "dk", on, other);
     const char *keys[] = {"t:{dk}:depsfin", "t:{dk}:dependents"};
     const char *entry[] = {"dk2 w0", NULL};
     for (int i = 0; i < 2; i++) {
@@ -2481,18 +2488,7 @@ TEST(completion_of_several_jobs_with_dependents_on_wrongtype_depsfinc_completes_
     rjq_queue *other;
     ASSERT_OK(rjq_queue_open(env.c, "dj2", NULL, &other));
     rjq_dep on[] = {{"dj", "a"}, {"dj", "b"}};
-    for (int i = 0; i < 2; i++) {
-        freeReplyObject(server_cmd(env.rc, "HSET t:{dj}:payload %s x", on[i].id));
-        freeReplyObject(server_cmd(env.rc, "HSET t:{dj}:state %s %s", on[i].id, "active 1 tok @1,2,"));
-        freeReplyObject(server_cmd(env.rc, "ZADD t:{dj}:active 99999999999999 %s", on[i].id));
-        rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
-        char id[8];
-        snprintf(id, sizeof id, "w%d", i);
-        o.id = id;
-        o.after = &on[i];
-        o.n_after = 1;
-        ASSERT_OK(enqueue_job(env.base, other, "p", &o).status);
-    }
+    running_with_dependents_in(&env, "dj", on, other);
     plant_wrongtype(env.rc, "t:{dj}:depsfinc", "SET %s x");
     const char *jobs[] = {"1 tok", "2", "a", "r", "b", "r"};
     redisReply *r = complete_fcall(env.rc, "dj", jobs, 6);

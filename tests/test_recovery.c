@@ -984,16 +984,8 @@ TEST(group_push_heard_by_nobody_puts_back_a_weighted_turn_and_a_priority_job) {
 
     runs rb = {0};
     rjq_worker_options wo = quiet_worker_options(2);
-    rjq_worker *wb = NULL;
-    ASSERT_OK(rjq_worker_start(e.q, &wo, on_run, &rb, &wb));
-    ASSERT(loop_until_count(e.base, &rb.done, 5, 5000));
-    ASSERT_EQ(5, rb.ran);
-    ASSERT_EQ(1, rb.attempt_max);
-    ASSERT_EQ(0, ra.ran);
+    run_undone_elsewhere(&e, "unheardgw", &wo, &rb, 5, NULL, &ra);
     ASSERT_EQ(0, server_active_jobs(e.rc, "unheardgw"));
-    int stopped = 0;
-    ASSERT_OK(rjq_worker_stop(wb, on_stopped, &stopped));
-    ASSERT(loop_until(e.base, &stopped, 20000));
     rjq_client_free(a);
     env_stop(&e);
 }

@@ -123,6 +123,19 @@ gen() {
   done
 }
 per() { awk -v x="$1" -v s="${2:-0}" -v n="$N" 'BEGIN { printf "%.1fk", (x - s) / n / 1000 }'; }
+# A completion case per call less its set-up's: $1 the set-up's gen case,
+# $2 the completion's, $3 the queue, $4 the function, $5 the result. The
+# set-up's jobs (measured first) are the ones the completions then finish.
+complete_less_setup() {
+  local sc=$1 cc=$2 q=$3 fn=$4 res=$5 s c
+  gen "$sc" "$fn" "$q" 1 > "$OUT/s1_$q.txt"
+  gen "$sc" "$fn" "$q" $((N + 1)) > "$OUT/s2_$q.txt"
+  gen "$cc" "$fn" "$q" $((2 * N + 1)) "$res" > "$OUT/c1_$q.txt"
+  gen "$cc" "$fn" "$q" $((3 * N + 1)) "$res" > "$OUT/c2_$q.txt"
+  s=$(measure "s$q" "$OUT/s2_$q.txt" "$OUT/s1_$q.txt")
+  c=$(measure "c$q" "$OUT/c2_$q.txt" "$OUT/c1_$q.txt")
+  per "$c" "$s"
+}
 echo "redis-server $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/') under callgrind, $N calls per case, before $BEFORE, after ${AFTER:-the working tree}; output in $OUT"
 echo
 echo "| call | before | after |"
@@ -158,26 +171,12 @@ for res in '""' xyz; do
   k=$((k + 1))
   for v in b a; do
     fn=$fb; [ $v = a ] && fn=$fa
-    q=c$k$v
-    gen setup "$fn" "$q" 1 > "$OUT/s1_$q.txt"
-    gen setup "$fn" "$q" $((N + 1)) > "$OUT/s2_$q.txt"
-    gen cmp "$fn" "$q" $((2 * N + 1)) "$res" > "$OUT/c1_$q.txt"
-    gen cmp "$fn" "$q" $((3 * N + 1)) "$res" > "$OUT/c2_$q.txt"
-    s=$(measure "s$q" "$OUT/s2_$q.txt" "$OUT/s1_$q.txt")
-    c=$(measure "c$q" "$OUT/c2_$q.txt" "$OUT/c1_$q.txt")
-    r[$v]=$(per "$c" "$s")
+    r[$v]=$(complete_less_setup setup cmp "c$k$v" "$fn" "$res")
   done
   echo "| complete_one, an active job with a watcher, result $res (less its set-up) | ${r[b]} | ${r[a]} |"
 done
 for v in b a; do
   fn=$fb; [ $v = a ] && fn=$fa
-  q=o$v
-  gen osetup "$fn" "$q" 1 > "$OUT/s1_$q.txt"
-  gen osetup "$fn" "$q" $((N + 1)) > "$OUT/s2_$q.txt"
-  gen ocmp "$fn" "$q" $((2 * N + 1)) '""' > "$OUT/c1_$q.txt"
-  gen ocmp "$fn" "$q" $((3 * N + 1)) '""' > "$OUT/c2_$q.txt"
-  s=$(measure "s$q" "$OUT/s2_$q.txt" "$OUT/s1_$q.txt")
-  c=$(measure "c$q" "$OUT/c2_$q.txt" "$OUT/c1_$q.txt")
-  r[$v]=$(per "$c" "$s")
+  r[$v]=$(complete_less_setup osetup ocmp "o$v" "$fn" '""')
 done
 echo "| complete_one, the same with an offer to the worker's registration (same epoch), result \"\" (less its set-up) | ${r[b]} | ${r[a]} |"

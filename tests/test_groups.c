@@ -2421,3 +2421,35 @@ TEST(a_default_group_bound_counts_no_delayed_job_and_never_refuses_a_reclaimed_o
     worker_stop_wait(e.base, w);
     env_stop(&e);
 }
+
+/* Push delivery respects a group's pause: an idle worker gets nothing of a
+ * paused group (its job waits in it, no claim runs), the other groups'
+ * jobs are pushed as before, and the resume's doorbell starts it. */
+TEST(a_paused_group_gets_nothing_pushed_to_an_idle_worker_and_its_resume_starts_it) {
+    test_env e;
+    env_start(&e, "gpp");
+    pause_group(&e, "a", 1);
+    static holding h;
+    rjq_worker *w = idle_holder(&e, "gpp", &h, 0);
+    long long claims = claims_run(e.rc);
+    ASSERT_OK(enqueue_id_in(&e, "a1", "a", 0, 0).status);
+    ASSERT_OK(enqueue_id_in(&e, "b1", "b", 0, 0).status);
+    WAIT_FOR(e.base, h.n == 1, 10000); /* (a1's push, were there one, came first) */
+    ASSERT_STREQ("b1", h.id[0]);
+    ASSERT_EQ(claims, claims_run(e.rc)); /* (b1 pushed: no claim ran) */
+    ASSERT_EQ(2, registered_slots(e.rc, "gpp"));
+    groups_wait l = groups_of(&e, "a");
+    ASSERT_EQ(1, l.depth[0]);
+    ASSERT_EQ(0, l.active[0]);
+    ASSERT_EQ(1, l.paused[0]);
+    ASSERT_EQ(0, server_int(e.rc, "EVAL %s 1 t:{gpp}:g:ring a", /* (out of the ring) */
+                            "return redis.call('ZSCORE', KEYS[1], ARGV[1]) and 1 or 0"));
+    ASSERT_EQ(1, h.n);
+    pause_group(&e, "a", 0);
+    WAIT_FOR(e.base, h.n == 2, 10000);
+    ASSERT_STREQ("a1", h.id[1]);
+    for (int i = 0; i < 2; i++) ASSERT_OK(rjq_job_complete(h.job[i], "", 0, NULL, NULL));
+    WAIT_FOR(e.base, server_int(e.rc, "EXISTS t:{gpp}:g:job t:{gpp}:g:all") == 0, 10000);
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}

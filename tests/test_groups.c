@@ -2453,3 +2453,30 @@ TEST(a_paused_group_gets_nothing_pushed_to_an_idle_worker_and_its_resume_starts_
     worker_stop_wait(e.base, w);
     env_stop(&e);
 }
+
+/* A group at its rate limit after a claim (not a push: its jobs were there
+ * before the worker) costs no polling: the claim that comes back short
+ * tells the worker when the group's window turns, and the worker (quiet:
+ * it would poll only after 60 s) starts the next job then, a few claims
+ * in all (without that wake its jobs would wait for the poll, past this
+ * test's wait). */
+TEST(a_group_at_its_rate_limit_after_a_claim_starts_again_when_its_window_turns_without_polling) {
+    test_env e;
+    env_start(&e, "gwc");
+    rate_group_a(&e, 700);
+    ASSERT_OK(enqueue_in(&e, e.q, "a1", "a", 0).status);
+    ASSERT_OK(enqueue_in(&e, e.q, "a2", "a", 0).status);
+    ASSERT_OK(enqueue_in(&e, e.q, "a3", "a", 0).status);
+    long long claims = claims_run(e.rc);
+    ran r;
+    rjq_worker *w = start_noting(&e, &r, 3);
+    WAIT_FOR(e.base, r.n == 3, 20000);
+    long long n = claims_run(e.rc) - claims;
+    fprintf(stderr, "  claims for 3 jobs of a group at 1 per 700 ms: %lld\n", n);
+    ASSERT_STREQ("a1", r.order[0]);
+    ASSERT_STREQ("a2", r.order[1]);
+    ASSERT_STREQ("a3", r.order[2]);
+    ASSERT(n <= 10); /* (the first, one per window, the completions': no polling) */
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}

@@ -2480,3 +2480,54 @@ TEST(a_group_at_its_rate_limit_after_a_claim_starts_again_when_its_window_turns_
     worker_stop_wait(e.base, w);
     env_stop(&e);
 }
+
+/* A pause and resume keep a group's limits: paused while it waits for its
+ * rate window, its resume does not start its next job before the window
+ * turns (a claim finds nothing); paused at its concurrency limit, the slot
+ * its running job frees starts nothing (a claim finds nothing), and its
+ * resume's doorbell then starts its next job. */
+TEST(a_group_paused_and_resumed_at_its_limit_keeps_its_limit) {
+    test_env e;
+    env_start(&e, "gpl");
+    set_limits(&e, "a", 1, 0);
+    rjq_group_limits l = RJQ_GROUP_LIMITS_INIT;
+    l.rate = 1;
+    l.rate_window_ms = 600000; /* (b: one start in ten minutes) */
+    limit_group(&e, "b", &l);
+    static holding h;
+    rjq_worker *w = idle_holder(&e, "gpl", &h, 0);
+    ASSERT_OK(enqueue_id_in(&e, "b1", "b", 0, 0).status);
+    WAIT_FOR(e.base, h.n == 1, 10000);
+    ASSERT_OK(enqueue_id_in(&e, "b2", "b", 0, 0).status);
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{gpl}:g:rated"));
+    pause_group(&e, "b", 1);
+    pause_group(&e, "b", 0);
+    redisReply *r = claim_as_worker(&e, "gpl", "5", "cz.w.1");
+    ASSERT(r->type == REDIS_REPLY_ARRAY);
+    ASSERT_EQ(4, (long)r->elements); /* (b2 waits for b's window) */
+    freeReplyObject(r);
+    ASSERT_OK(enqueue_id_in(&e, "a1", "a", 0, 0).status);
+    WAIT_FOR(e.base, h.n == 2, 10000);
+    ASSERT_STREQ("a1", h.id[1]);
+    ASSERT_OK(enqueue_id_in(&e, "a2", "a", 0, 0).status);
+    pause_group(&e, "a", 1);
+    long done = 0;
+    ASSERT_OK(rjq_job_complete(h.job[1], "", 0, on_done_ok, &done));
+    WAIT_FOR(e.base, done == 1, 10000);
+    r = claim_as_worker(&e, "gpl", "5", "cz.w.1");
+    ASSERT(r->type == REDIS_REPLY_ARRAY);
+    ASSERT_EQ(4, (long)r->elements); /* (a paused: its free slot starts nothing) */
+    freeReplyObject(r);
+    ASSERT_EQ(2, h.n);
+    ASSERT_EQ(1, groups_of(&e, "a").depth[0]);
+    ASSERT_EQ(1, groups_of(&e, "b").depth[0]);
+    pause_group(&e, "a", 0);
+    WAIT_FOR(e.base, h.n == 3, 10000);
+    ASSERT_STREQ("a2", h.id[2]);
+    ASSERT_EQ(1, groups_of(&e, "b").depth[0]); /* (b2 still waits) */
+    ASSERT_OK(rjq_job_complete(h.job[0], "", 0, NULL, NULL));
+    ASSERT_OK(rjq_job_complete(h.job[2], "", 0, NULL, NULL));
+    WAIT_FOR(e.base, server_int(e.rc, "SCARD t:{gpl}:g:a:a") == 0, 10000);
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}

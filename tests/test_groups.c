@@ -10,7 +10,12 @@
  * figures count its group jobs: the ready and delayed listings (by offset
  * and by cursor), its bound (max_waiting), its ready, delayed and active
  * depths around a reclaim. An idle worker of several queues starts a group
- * job it was rung for.
+ * job it was rung for. The issue's promises each asserted (audit40): the
+ * weighted round-robin's exact order, concurrency over 3 worker processes
+ * counted from the server's events, the defaults' bound per group (no
+ * delayed job counted, a reclaimed or retried job never refused), a paused
+ * group pushed nothing, a group at its rate limit woken by a short claim's
+ * time, a pause and resume keeping a group's limits.
  */
 #include <event2/event.h>
 #include <limits.h>

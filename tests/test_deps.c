@@ -2162,6 +2162,47 @@ TEST(purge_or_delete_of_a_dependency_not_yet_released_releases_its_dependents_at
     env_stop(&e);
 }
 
+/* README "Rules for cancel and replay": only a dependent not released yet
+ * (its release still to come from the sweep) counts the replayed job's new
+ * outcome when it finishes again. a dies and its finisher dies before
+ * telling p (the failure script ran, nothing more); a is replayed and
+ * completes: p (policy fail) is released, counting a completed, not
+ * buried by the death nobody told it of. */
+TEST(dependent_not_yet_told_of_its_dependencys_death_counts_the_replayed_jobs_new_outcome) {
+    test_env e;
+    env_start(&e, "ry");
+    rjq_queue *q2 = open_queue(&e, "ry2");
+    plant_active(e.rc, "ry", "a");
+    rjq_dep on_a = {"ry", "a"};
+    ASSERT_OK(enqueue_after(&e, q2, "p", &on_a, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_EQ(5, fail_fcall(e.rc, "ry", "a")); /* (its reply names p: never sent on) */
+    ASSERT_STREQ("ry2 p", strchr(fail_entries, '=') + 1);
+    ASSERT_STREQ("dead", get_info(e.base, e.q, "a").state);
+    ASSERT_STREQ("waiting", get_info(e.base, q2, "p").state);
+    count_wait c = {0};
+    ASSERT_OK(rjq_queue_replay(e.q, "a", 1, on_count, &c));
+    ASSERT(loop_until(e.base, &c.done, 5000));
+    ASSERT_EQ(1, c.n);
+    ASSERT_STREQ("waiting", get_info(e.base, q2, "p").state);
+    ran r = {{0}, 0};
+    rjq_worker_options wo = quiet_worker_options(1);
+    wo.reclaim_ms = 50; /* (its queue's sweep visits too, often) */
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, complete_it, &r, &w));
+    ASSERT(loop_until_count(e.base, &r.n, 1, 10000));
+    WAIT_FOR(e.base, !state_is(&e, q2, "p", "waiting"), 10000);
+    ASSERT_STREQ("ready", get_info(e.base, q2, "p").state);
+    ASSERT_EQ(1, server_int(e.rc, "LLEN t:{ry2}:ready"));
+    deps_lines rd = dependencies_of(e.base, q2, "p");
+    ASSERT_OK(rd.status);
+    ASSERT_EQ(1, (long)rd.n);
+    ASSERT_STREQ("ry:a completed completed", rd.line[0]);
+    WAIT_FOR(e.base, server_int(e.rc, "EXISTS t:{ry}:dependents") == 0, 10000);
+    ASSERT_EQ(1, server_int(e.rc, "LLEN t:{ry2}:ready"));
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
 /* The replay rules with dependents of the dependency's own queue (counted
  * in its failing script): replaying the dead dependency re-blocks nothing
  * (the job its death buried stays dead, the one it released stays ready,

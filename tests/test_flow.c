@@ -1,8 +1,10 @@
 /*
  * Trees in one call (issue 39, rjq.h "Trees in one call"):
  * rjq_enqueue_flow writes the children first, across queues, then the
- * parent with them as its dependencies; a child that fails leaves no
- * parent (created last), and the same call made again resumes.
+ * parent with them as its dependencies; a child that fails, or a producer
+ * killed between its children's writes and its parent's, leaves no parent
+ * (created last), and the same call made again resumes; across the
+ * masters of a cluster too.
  */
 #include <poll.h>
 #include <signal.h>
@@ -12,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cluster.h"
 #include "failalloc.h"
 #include "fixture.h"
 #include "harness.h"
@@ -155,6 +158,51 @@ TEST(a_child_that_fails_leaves_no_parent_and_the_same_call_again_resumes) {
     ASSERT_EQ(0, f.parent_existed);
     ASSERT_STREQ("waiting", get_info(e.base, e.q, "p").state);
     env_stop(&e);
+}
+
+/* A flow across the three masters of the test cluster (issue 39: trees in
+ * one call "across any queues", dependencies "across masters"): children
+ * on two masters, the parent on the third, written last; the parent runs
+ * once, after both children. */
+TEST(flow_across_three_cluster_masters_runs_its_parent_after_its_children) {
+    test_cluster cl;
+    cluster_start(&cl, 0);
+    struct event_base *base = event_base_new();
+    rjq_client_options o = client_options(cl.url);
+    rjq_client *c = client_new(base, &o);
+    char np[16], na[16], nb[16];
+    cluster_name_on(&cl, 0, "fp", np, sizeof np);
+    cluster_name_on(&cl, 1, "fa", na, sizeof na);
+    cluster_name_on(&cl, 2, "fb", nb, sizeof nb);
+    rjq_queue *qp, *qa, *qb;
+    ASSERT_OK(rjq_queue_open(c, np, NULL, &qp));
+    ASSERT_OK(rjq_queue_open(c, na, NULL, &qa));
+    ASSERT_OK(rjq_queue_open(c, nb, NULL, &qb));
+    flowed f = {0};
+    send_flow(qp, qa, qb, "p", &f);
+    ASSERT(loop_until_count(base, &f.calls, 1, 30000));
+    ASSERT_OK(f.status);
+    ASSERT_STREQ("p", f.parent);
+    ASSERT_STREQ("waiting", get_info(base, qp, "p").state);
+    ran r = {{0}, 0, {0}};
+    rjq_worker_options wo = quiet_worker_options(1);
+    rjq_worker *wa, *wb, *wp;
+    ASSERT_OK(rjq_worker_start(qp, &wo, complete_it, &r, &wp));
+    ASSERT_OK(rjq_worker_start(qa, &wo, complete_it, &r, &wa));
+    ASSERT(loop_until_count(base, &r.n, 1, 30000));
+    ASSERT_STREQ("a", r.order);
+    ASSERT_STREQ("waiting", get_info(base, qp, "p").state); /* b still pending */
+    ASSERT_OK(rjq_worker_start(qb, &wo, complete_it, &r, &wb));
+    ASSERT(loop_until_count(base, &r.n, 3, 30000));
+    ASSERT_STREQ("a,b,p", r.order);
+    WAIT_FOR(base, strcmp(get_info(base, qp, "p").state, "completed") == 0, 30000);
+    ASSERT_EQ(3, r.n);
+    worker_stop_wait(base, wa);
+    worker_stop_wait(base, wb);
+    worker_stop_wait(base, wp);
+    rjq_client_free(c);
+    event_base_free(base);
+    cluster_stop(&cl);
 }
 
 /* A byte to read on fd now (polled, the loop running meanwhile)? */

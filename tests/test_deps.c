@@ -1269,6 +1269,53 @@ TEST(fan_out_to_1000_children_and_in_through_joins_runs_each_once) {
     env_stop(&e);
 }
 
+/* The score of job id in queue q's waiting set (-1: none). */
+static long long waiting_score(redisContext *rc, const char *q, const char *id) {
+    redisReply *r = server_cmd(rc, "ZSCORE t:{%s}:waiting %s", q, id);
+    long long v = r->type == REDIS_REPLY_STRING ? atoll(r->str) : -1;
+    freeReplyObject(r);
+    return v;
+}
+
+/* The server's clock in ms (TIME). */
+static long long server_ms(redisContext *rc) {
+    redisReply *r = server_cmd(rc, "TIME");
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 2);
+    long long ms = atoll(r->element[0]->str) * 1000 + atoll(r->element[1]->str) / 1000;
+    freeReplyObject(r);
+    return ms;
+}
+
+/* rjq_stats.waiting counts the waiting jobs and RJQ_STATE_WAITING lists
+ * them, in the order of their enqueue (the waiting set's score: when a
+ * resume is due, the enqueue time at first); a job released leaves both. */
+TEST(waiting_jobs_are_counted_in_stats_and_listed_in_their_enqueue_order) {
+    test_env e;
+    env_start(&e, "wl");
+    rjq_queue *q2 = open_queue(&e, "wl2");
+    enqueue_x_ok(e.base, e.q, "a", 3600000, 0);
+    enqueue_x_ok(e.base, e.q, "z", 3600000, 0);
+    rjq_dep on_a = {"wl", "a"}, on_z = {"wl", "z"};
+    const char *ids[] = {"w3", "w1", "w2"};
+    for (int i = 0; i < 3; i++) {
+        ASSERT_OK(enqueue_after(&e, q2, ids[i], i == 2 ? &on_z : &on_a, 1, RJQ_AFTER_RUN).status);
+        /* (the next one enqueued a millisecond later at least: no tie) */
+        long long at = waiting_score(e.rc, "wl2", ids[i]);
+        WAIT_FOR(e.base, server_ms(e.rc) > at, 5000);
+    }
+    rjq_stats st = get_stats(e.base, q2);
+    ASSERT_EQ(3, st.waiting);
+    ASSERT_EQ(0, st.ready + st.delayed + st.active);
+    ASSERT_STREQ("w3,w1,w2", list_ids(e.base, q2, RJQ_STATE_WAITING, 0, 10));
+    int done = 0;
+    ASSERT_OK(rjq_queue_cancel(e.q, "a", on_cancel_wait, &done));
+    ASSERT(loop_until(e.base, &done, 5000));
+    WAIT_FOR(e.base, get_stats(e.base, q2).waiting == 1, 10000);
+    ASSERT_STREQ("w2", list_ids(e.base, q2, RJQ_STATE_WAITING, 0, 10));
+    ASSERT_EQ(2, get_stats(e.base, q2).ready); /* (policy run) */
+    env_stop(&e);
+}
+
 /* Cancelling a waiting job cancels it alone: its dependents apply their
  * policy; its own dependency, finishing later, releases nothing of it. */
 TEST(cancel_of_a_waiting_job_cancels_it_alone_and_its_dependents_apply_their_policy) {

@@ -5,13 +5,17 @@
  * the policies for a dependency that ended dead or cancelled; a release
  * sent again is counted once; bad input is refused with nothing written.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "cluster.h"
 #include "fixture.h"
 #include "harness.h"
+#include "proxy.h"
 #include "rjq_scripts.h"
 #include "server.h"
 #include "waits.h"
@@ -558,6 +562,53 @@ static void completed_before_its_release(test_env *e, const char *q, rjq_queue *
     snprintf(entry, sizeof entry, "%s p", rjq_queue_get_name(q2));
     ASSERT_STREQ(entry, r->element[2]->str); /* (no deps_due call) */
     freeReplyObject(r);
+}
+
+/* Registration is race-free (README "Dependencies and batches", step 2):
+ * the dependency completes between the dependent's deps_add (ran, its
+ * reply held back by the proxy) and its registration (deps_watch, sent
+ * only once that reply came). The completion finds no dependent to tell;
+ * the registration finds the job completed and answers it, and the
+ * enqueuing client counts it at once: the dependent is released, once,
+ * with no sweep (no worker runs anywhere here). */
+TEST(dependency_completed_between_the_dependents_write_and_its_registration_counts_at_once) {
+    test_env e;
+    proxy p;
+    env_start_proxied(&e, &p, "rr", NULL);
+    rjq_queue *q2 = open_queue(&e, "rr2");
+    (void)get_info(e.base, q2, "none"); /* (its queue known: nothing left to ask before the enqueue) */
+    plant_active(e.rc, "rr", "a");
+    proxy_hold(&p, 1);
+    rjq_dep on_a = {"rr", "a"};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+    o.id = "p";
+    o.after = &on_a;
+    o.n_after = 1;
+    enqueue_wait ew;
+    memset(&ew, 0, sizeof ew);
+    ASSERT_OK(rjq_enqueue(q2, "p", 1, &o, on_enqueue_wait, &ew));
+    /* deps_add ran (its reply held): p waits, registered nowhere */
+    WAIT_FOR(e.base, server_int(e.rc, "ZCARD t:{rr2}:waiting") == 1, 10000);
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{rr}:dependents"));
+    /* a completes now: nobody to tell */
+    redisReply *r = complete_planted(e.rc, "rr", "a", "-1", "0");
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 1 && r->element[0]->integer == 1);
+    freeReplyObject(r);
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{rr2}:waiting"));
+    ASSERT_EQ(0, server_int(e.rc, "LLEN t:{rr2}:ready"));
+    proxy_hold(&p, 0);
+    ASSERT(loop_until(e.base, &ew.done, 10000));
+    ASSERT_OK(ew.status);
+    /* the enqueue's callback came after the release */
+    ASSERT_STREQ("ready", get_info(e.base, q2, "p").state);
+    ASSERT_EQ(1, server_int(e.rc, "LLEN t:{rr2}:ready"));
+    ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{rr2}:waiting"));
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{rr}:dependents t:{rr}:depsfin"));
+    deps_lines rd = dependencies_of(e.base, q2, "p");
+    ASSERT_OK(rd.status);
+    ASSERT_EQ(1, (long)rd.n);
+    ASSERT_STREQ("rr:a completed completed", rd.line[0]);
+    env_stop_proxied(&e, &p);
 }
 
 /* The commands a plain job's completion and failure run are what they
@@ -1218,6 +1269,53 @@ TEST(fan_out_to_1000_children_and_in_through_joins_runs_each_once) {
     env_stop(&e);
 }
 
+/* The score of job id in queue q's waiting set (-1: none). */
+static long long waiting_score(redisContext *rc, const char *q, const char *id) {
+    redisReply *r = server_cmd(rc, "ZSCORE t:{%s}:waiting %s", q, id);
+    long long v = r->type == REDIS_REPLY_STRING ? atoll(r->str) : -1;
+    freeReplyObject(r);
+    return v;
+}
+
+/* The server's clock in ms (TIME). */
+static long long server_ms(redisContext *rc) {
+    redisReply *r = server_cmd(rc, "TIME");
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 2);
+    long long ms = atoll(r->element[0]->str) * 1000 + atoll(r->element[1]->str) / 1000;
+    freeReplyObject(r);
+    return ms;
+}
+
+/* rjq_stats.waiting counts the waiting jobs and RJQ_STATE_WAITING lists
+ * them, in the order of their enqueue (the waiting set's score: when a
+ * resume is due, the enqueue time at first); a job released leaves both. */
+TEST(waiting_jobs_are_counted_in_stats_and_listed_in_their_enqueue_order) {
+    test_env e;
+    env_start(&e, "wl");
+    rjq_queue *q2 = open_queue(&e, "wl2");
+    enqueue_x_ok(e.base, e.q, "a", 3600000, 0);
+    enqueue_x_ok(e.base, e.q, "z", 3600000, 0);
+    rjq_dep on_a = {"wl", "a"}, on_z = {"wl", "z"};
+    const char *ids[] = {"w3", "w1", "w2"};
+    for (int i = 0; i < 3; i++) {
+        ASSERT_OK(enqueue_after(&e, q2, ids[i], i == 2 ? &on_z : &on_a, 1, RJQ_AFTER_RUN).status);
+        /* (the next one enqueued a millisecond later at least: no tie) */
+        long long at = waiting_score(e.rc, "wl2", ids[i]);
+        WAIT_FOR(e.base, server_ms(e.rc) > at, 5000);
+    }
+    rjq_stats st = get_stats(e.base, q2);
+    ASSERT_EQ(3, st.waiting);
+    ASSERT_EQ(0, st.ready + st.delayed + st.active);
+    ASSERT_STREQ("w3,w1,w2", list_ids(e.base, q2, RJQ_STATE_WAITING, 0, 10));
+    int done = 0;
+    ASSERT_OK(rjq_queue_cancel(e.q, "a", on_cancel_wait, &done));
+    ASSERT(loop_until(e.base, &done, 5000));
+    WAIT_FOR(e.base, get_stats(e.base, q2).waiting == 1, 10000);
+    ASSERT_STREQ("w2", list_ids(e.base, q2, RJQ_STATE_WAITING, 0, 10));
+    ASSERT_EQ(2, get_stats(e.base, q2).ready); /* (policy run) */
+    env_stop(&e);
+}
+
 /* Cancelling a waiting job cancels it alone: its dependents apply their
  * policy; its own dependency, finishing later, releases nothing of it. */
 TEST(cancel_of_a_waiting_job_cancels_it_alone_and_its_dependents_apply_their_policy) {
@@ -1485,6 +1583,101 @@ TEST(chain_across_three_cluster_masters_runs_in_order_and_reads_outcomes) {
     cluster_stop(&cl);
 }
 
+/* A worker process SIGKILLed between its job's completion and the release
+ * of that job's dependent on another master (the issue's "worker
+ * SIGKILLed between a child's completion and the parent's release"): the
+ * completion's reply came (its callback ran), the release it carried was
+ * never sent. The dependencies' sweep of the child's queue (a worker of
+ * another process there) releases the parent, once: one ready entry on
+ * the parent's master, its list counting the child completed. */
+static void on_completed_die(rjq_client *c, int status, void *data) {
+    (void)c, (void)status, (void)data;
+    raise(SIGKILL);
+}
+
+static void complete_and_die(rjq_job *job, void *data) {
+    (void)data;
+    rjq_job_complete(job, "r", 1, on_completed_die, NULL);
+}
+
+static void run_dying_worker(const char *url, const char *queue) {
+    struct event_base *base = event_base_new();
+    rjq_client_options o = client_options(url);
+    rjq_client *c = client_new(base, &o);
+    rjq_queue *q;
+    ASSERT_OK(rjq_queue_open(c, queue, NULL, &q));
+    rjq_worker_options wo = quiet_worker_options(1);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(q, &wo, complete_and_die, NULL, &w));
+    event_base_dispatch(base); /* until it kills itself */
+    _exit(3);
+}
+
+TEST(worker_killed_between_a_childs_completion_and_its_parents_release_on_another_master_is_replaced_by_the_sweep_once) {
+    test_cluster cl;
+    cluster_start(&cl, 0);
+    char nk[16], np[16];
+    cluster_name_on(&cl, 0, "k", nk, sizeof nk); /* the child's queue */
+    cluster_name_on(&cl, 1, "p", np, sizeof np); /* the parent's, on another master */
+    {
+        /* the child and its parent, by a client gone before the fork */
+        struct event_base *base = event_base_new();
+        rjq_client_options o = client_options(cl.url);
+        rjq_client *c = client_new(base, &o);
+        rjq_queue *qk, *qp;
+        ASSERT_OK(rjq_queue_open(c, nk, NULL, &qk));
+        ASSERT_OK(rjq_queue_open(c, np, NULL, &qp));
+        enqueue_x_ok(base, qk, "child", 0, 0);
+        rjq_dep on_child = {nk, "child"};
+        rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
+        jo.id = "parent";
+        jo.after = &on_child;
+        jo.n_after = 1;
+        ASSERT_OK(enqueue_job(base, qp, "p", &jo).status);
+        ASSERT_STREQ("waiting", get_info(base, qp, "parent").state);
+        rjq_client_free(c);
+        event_base_free(base);
+    }
+    pid_t child = fork_child();
+    if (child == 0) run_dying_worker(cl.url, nk);
+    int status = reap(child, 60000);
+    ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    redisContext *rk = cluster_connect(&cl, 0), *rp = cluster_connect(&cl, 1);
+    redisReply *st = server_cmd(rk, "HGET t:{%s}:state child", nk);
+    ASSERT(st->type == REDIS_REPLY_STRING && strncmp(st->str, "completed", 9) == 0);
+    freeReplyObject(st);
+    ASSERT_EQ(1, server_int(rk, "HEXISTS t:{%s}:dependents child", nk)); /* untold */
+    ASSERT_EQ(1, server_int(rp, "ZCARD t:{%s}:waiting", np));
+    ASSERT_EQ(0, server_int(rp, "LLEN t:{%s}:ready", np));
+    struct event_base *base = event_base_new();
+    rjq_client_options o = client_options(cl.url);
+    rjq_client *c = client_new(base, &o);
+    rjq_queue *qk, *qp;
+    ASSERT_OK(rjq_queue_open(c, nk, NULL, &qk));
+    ASSERT_OK(rjq_queue_open(c, np, NULL, &qp));
+    ASSERT_STREQ("waiting", get_info(base, qp, "parent").state);
+    rjq_worker *w = sweeping_worker(qk);
+    WAIT_FOR(base, server_int(rk, "EXISTS t:{%s}:dependents", nk) == 0, 30000);
+    ASSERT_STREQ("ready", get_info(base, qp, "parent").state);
+    ASSERT_EQ(1, server_int(rp, "LLEN t:{%s}:ready", np)); /* released once */
+    /* more visits of the child's queue release nothing again */
+    long long visits = cluster_node_calls(&cl, 0, "exists");
+    WAIT_FOR(base, cluster_node_calls(&cl, 0, "exists") >= visits + 3, 30000);
+    ASSERT_EQ(1, server_int(rp, "LLEN t:{%s}:ready", np));
+    deps_lines rd = dependencies_of(base, qp, "parent");
+    ASSERT_OK(rd.status);
+    ASSERT_EQ(1, (long)rd.n);
+    char want[64];
+    snprintf(want, sizeof want, "%s:child completed completed", nk);
+    ASSERT_STREQ(want, rd.line[0]);
+    worker_stop_wait(base, w);
+    rjq_client_free(c);
+    event_base_free(base);
+    redisFree(rk);
+    redisFree(rp);
+    cluster_stop(&cl);
+}
+
 /* A server-assigned (all-digit) id names a dependency, and a dependent
  * with one is read (both were refused as invalid job ids: RJQ_EINVAL at
  * the enqueue, 400 on the dashboard's job page of a numbered job). */
@@ -1575,6 +1768,32 @@ TEST(job_deps_read_of_a_job_without_dependencies_takes_one_script_call) {
     ASSERT_EQ(2, server_calls(e.rc, "fcall") - before);
     ASSERT_EQ(RJQ_EJOBID, rjq_queue_get_job_deps(e.q, "a b", on_job_deps_read, &rd));
     ASSERT_EQ(RJQ_EINVAL, rjq_queue_get_job_deps(e.q, "a", NULL, &rd));
+    env_stop(&e);
+}
+
+/* rjq_job_dependencies' and rjq_queue_get_dependencies' read (deps_read.c,
+ * one path): the job's list on its queue, then ONE call per dependency
+ * queue, however many of its dependencies that queue holds (the calls
+ * sent in one pass: a round trip per master). Five dependencies on two
+ * queues (one of them listed twice) take 1 + 2 script calls, not 1 + 5. */
+TEST(dependencies_read_takes_one_call_per_dependency_queue_not_per_dependency) {
+    test_env e;
+    env_start(&e, "dq");
+    rjq_queue *qa = open_queue(&e, "dqa"), *qb = open_queue(&e, "dqb");
+    enqueue_x_ok(e.base, qa, "x1", 3600000, 0);
+    enqueue_x_ok(e.base, qa, "x2", 3600000, 0);
+    enqueue_x_ok(e.base, qb, "y1", 3600000, 0);
+    enqueue_x_ok(e.base, qb, "y2", 3600000, 0);
+    rjq_dep on[5] = {{"dqa", "x1"}, {"dqb", "y1"}, {"dqa", "x2"}, {"dqb", "y2"}, {"dqa", "x1"}};
+    ASSERT_OK(enqueue_after(&e, e.q, "j", on, 5, RJQ_AFTER_FAIL).status);
+    long long before = server_calls(e.rc, "fcall");
+    deps_lines rd = dependencies_of(e.base, e.q, "j");
+    ASSERT_EQ(3, server_calls(e.rc, "fcall") - before);
+    ASSERT_OK(rd.status);
+    ASSERT_EQ(5, (long)rd.n);
+    const char *want[5] = {"dqa:x1 delayed pending", "dqb:y1 delayed pending", "dqa:x2 delayed pending",
+                           "dqb:y2 delayed pending", "dqa:x1 delayed pending"};
+    for (int i = 0; i < 5; i++) ASSERT_STREQ(want[i], rd.line[i]); /* in the order of after */
     env_stop(&e);
 }
 
@@ -1987,6 +2206,47 @@ TEST(purge_or_delete_of_a_dependency_not_yet_released_releases_its_dependents_at
     ASSERT_EQ(1, d.n);
     WAIT_FOR(e.base, error_is(&e, q2, "p", "dependency pd:b ended cancelled"), 10000);
     WAIT_FOR(e.base, server_int(e.rc, "HEXISTS t:{pd}:dependents b") == 0, 10000);
+    env_stop(&e);
+}
+
+/* README "Rules for cancel and replay": only a dependent not released yet
+ * (its release still to come from the sweep) counts the replayed job's new
+ * outcome when it finishes again. a dies and its finisher dies before
+ * telling p (the failure script ran, nothing more); a is replayed and
+ * completes: p (policy fail) is released, counting a completed, not
+ * buried by the death nobody told it of. */
+TEST(dependent_not_yet_told_of_its_dependencys_death_counts_the_replayed_jobs_new_outcome) {
+    test_env e;
+    env_start(&e, "ry");
+    rjq_queue *q2 = open_queue(&e, "ry2");
+    plant_active(e.rc, "ry", "a");
+    rjq_dep on_a = {"ry", "a"};
+    ASSERT_OK(enqueue_after(&e, q2, "p", &on_a, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_EQ(5, fail_fcall(e.rc, "ry", "a")); /* (its reply names p: never sent on) */
+    ASSERT_STREQ("ry2 p", strchr(fail_entries, '=') + 1);
+    ASSERT_STREQ("dead", get_info(e.base, e.q, "a").state);
+    ASSERT_STREQ("waiting", get_info(e.base, q2, "p").state);
+    count_wait c = {0};
+    ASSERT_OK(rjq_queue_replay(e.q, "a", 1, on_count, &c));
+    ASSERT(loop_until(e.base, &c.done, 5000));
+    ASSERT_EQ(1, c.n);
+    ASSERT_STREQ("waiting", get_info(e.base, q2, "p").state);
+    ran r = {{0}, 0};
+    rjq_worker_options wo = quiet_worker_options(1);
+    wo.reclaim_ms = 50; /* (its queue's sweep visits too, often) */
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, complete_it, &r, &w));
+    ASSERT(loop_until_count(e.base, &r.n, 1, 10000));
+    WAIT_FOR(e.base, !state_is(&e, q2, "p", "waiting"), 10000);
+    ASSERT_STREQ("ready", get_info(e.base, q2, "p").state);
+    ASSERT_EQ(1, server_int(e.rc, "LLEN t:{ry2}:ready"));
+    deps_lines rd = dependencies_of(e.base, q2, "p");
+    ASSERT_OK(rd.status);
+    ASSERT_EQ(1, (long)rd.n);
+    ASSERT_STREQ("ry:a completed completed", rd.line[0]);
+    WAIT_FOR(e.base, server_int(e.rc, "EXISTS t:{ry}:dependents") == 0, 10000);
+    ASSERT_EQ(1, server_int(e.rc, "LLEN t:{ry2}:ready"));
+    worker_stop_wait(e.base, w);
     env_stop(&e);
 }
 

@@ -535,6 +535,10 @@ run stats depb
 expect_line "waiting 1"
 run stats depb --json
 expect_out_re '"waiting":1'
+# waiting_in_metrics: the waiting job in the exposition (README: rjq_jobs{state="waiting"})
+run metrics depb
+expect_ok
+expect_line 'rjq_jobs{queue="depb",state="waiting"} 1'
 run enqueue depb three --after depa
 expect_rc 2
 expect_err_has "--after: dependency 'depa' is not QUEUE:ID"

@@ -30,6 +30,8 @@ function showConn() {
 const SPARK = 40;
 const PAGE = 50;
 const STATES = ['ready', 'delayed', 'active', 'dead', 'cancelled', 'completed'];
+// a queue page's tabs: its states, and the jobs waiting for their dependencies
+const TABS = [...STATES, 'waiting'];
 
 // ---- small helpers -------------------------------------------------------
 
@@ -401,12 +403,12 @@ function insertSorted(body, tr, name) {
 }
 
 function queuePage(main, name, tab, offset) {
-  tab = STATES.includes(tab) ? tab : 'ready';
+  tab = TABS.includes(tab) ? tab : 'ready';
   offset = Math.max(0, offset | 0);
   const head = el('div', { class: 'qhead' });
   const list = el('tbody');
   const feed = el('ol', { class: 'feed', id: 'feed' });
-  const tabs = el('nav', { class: 'tabs' }, STATES.map(s =>
+  const tabs = el('nav', { class: 'tabs' }, TABS.map(s =>
     el('a', { href: `#/q/${enc(name)}/${s}`, class: s === tab ? 'on' : '', 'data-tab': s }, s)));
   tabs.append(el('a', { href: `#/q/${enc(name)}/search`, class: 'searchlink', id: 'search-link' }, 'search payloads'));
   const pager = el('div', { class: 'pager' });
@@ -429,7 +431,7 @@ function queuePage(main, name, tab, offset) {
     const n = selected.size;
     const acts = [];
     if (tab === 'delayed') acts.push(['run now', 'made ready', id => ['POST', `/run-now`]]);
-    if (['ready', 'delayed', 'active'].includes(tab)) acts.push(['cancel', 'cancelled', id => ['POST', `/cancel`]]);
+    if (['ready', 'delayed', 'active', 'waiting'].includes(tab)) acts.push(['cancel', 'cancelled', id => ['POST', `/cancel`]]);
     if (tab === 'dead') acts.push(['replay', 'replayed', id => ['POST', `/replay`]]);
     if (['dead', 'cancelled'].includes(tab)) acts.push(['delete', 'deleted', id => ['DELETE', '']]);
     bulk.replaceChildren(...(n && canAct() ? [el('span', { id: 'bulk-count' }, `${n} selected`),
@@ -540,7 +542,7 @@ function queuePage(main, name, tab, offset) {
     const s = q.stats;
     head.replaceChildren(
       el('h1', {}, name, s.paused ? el('span', { class: 'badge paused', id: 'paused' }, 'paused') : ''),
-      el('div', { class: 'stats' }, ['ready', 'delayed', 'active', 'dead_depth', 'cancelled_depth',
+      el('div', { class: 'stats' }, ['ready', 'delayed', 'waiting', 'active', 'dead_depth', 'cancelled_depth',
         'completed', 'enqueued', 'failed', 'retried', 'reclaimed', 'replayed'].map(k =>
         el('div', { class: 'stat', 'data-stat': k }, el('b', {}, fmt(s[k])), ' ', k.replace('_depth', ''))),
         el('div', { class: 'stat' }, el('b', {}, fmt(q.rates.done)), ' done/s'),
@@ -845,7 +847,7 @@ function jobActions(name, id, st, done) {
   };
   return [
     st === 'delayed' ? action('run now', () => run('POST', base + '/run-now', 'made ready')) : null,
-    ['ready', 'delayed', 'active'].includes(st) ? action('cancel', () => run('POST', base + '/cancel', 'cancelled'), 'danger') : null,
+    ['ready', 'delayed', 'active', 'waiting'].includes(st) ? action('cancel', () => run('POST', base + '/cancel', 'cancelled'), 'danger') : null,
     st === 'dead' ? action('replay', () => run('POST', base + '/replay', 'replayed')) : null,
     ['dead', 'cancelled'].includes(st) ? action('delete', () => run('DELETE', base, 'deleted'), 'danger') : null,
   ];

@@ -11,14 +11,19 @@
 # and 2) and bee-queue (the peers' `bench_beequeue.js latency`), all paced
 # at RATE awaited jobs a second for SECS seconds, and reports per job:
 #   - Redis CPU (INFO cpu used_cpu_user + used_cpu_sys over the window,
-#     less the idle server's rate times the window), in microseconds;
+#     less the idle server's rate times the window), in microseconds; and
+#     apart, user and sys (around the whole run, its set-up included:
+#     user ~ the instructions, sys ~ the system calls and the loopback's
+#     TCP work they do);
 #   - commands (INFO commandstats / total_commands_processed);
-#   - redis-server's context switches (/proc/<pid>/status, voluntary +
-#     involuntary, of its main thread): about one wakeup per sleep in
-#     epoll_wait;
+#   - redis-server's read and write system calls (/proc/<pid>/io syscr,
+#     syscw: no tracer's cost) and its main thread's context switches
+#     (/proc/<pid>/status, voluntary + involuntary: about one wakeup per
+#     sleep in epoll_wait), around the whole run;
 #   - with STRACE=1, one more run of each case (STRACE_SECS long) under
 #     `strace -c -f -p <redis-server>`: its system calls per job (all,
-#     and read / write / epoll_wait), the run's CPU not counted.
+#     and read / write / epoll_wait), the run's CPU not counted (the
+#     tracer slows Redis: clients that pipeline batch more under it).
 # The stand-ins' jobs are strictly one at a time (drive.py: one producer,
 # one worker, four connections) and paced; the latency cases' producers
 # send at RATE whatever is in flight (at 1000/s a job mostly runs alone).
@@ -90,14 +95,20 @@ pid=$(cat "$OUT/redis.pid")
 loaded=$(redis-cli -p "$PORT" -x FUNCTION LOAD < "$OUT/afloor.lua")
 [ "$loaded" = rjqafloor ] || { echo "native_await_floor.sh: FUNCTION LOAD: $loaded" >&2; exit 1; }
 
-# redis-server's CPU seconds (INFO cpu)
+# redis-server's CPU seconds (INFO cpu): user + sys, or "user sys" (rcpu2)
 rcpu() { redis-cli -p "$PORT" info cpu | tr -d '\r' | awk -F: '/^used_cpu_(user|sys):/ { s += $2 } END { printf "%.6f", s }'; }
-# its main thread's context switches
+rcpu2() { redis-cli -p "$PORT" info cpu | tr -d '\r' | awk -F: '/^used_cpu_user:/ { u = $2 } /^used_cpu_sys:/ { s = $2 } END { printf "%.6f %.6f", u, s }'; }
+# its main thread's context switches; its read and write system calls
+# (/proc/<pid>/io syscr, syscw: read, readv, ... and write, writev, ...;
+# counted by the kernel, no tracer's cost)
 rctx() { awk '/^(voluntary|nonvoluntary)_ctxt_switches:/ { s += $2 } END { print s }' "/proc/$pid/status"; }
+rio() { awk '/^syscr:/ { r = $2 } /^syscw:/ { w = $2 } END { print r, w }' "/proc/$pid/io"; }
+# the idle server's rates, CPU seconds a second: "<user+sys> <user> <sys>"
 idle_rate() {
-  local c0 c1 t0 t1
-  c0=$(rcpu); t0=$(date +%s.%N); sleep "$IDLE_S"; c1=$(rcpu); t1=$(date +%s.%N)
-  awk -v a="$c0" -v b="$c1" -v s="$t0" -v e="$t1" 'BEGIN { printf "%.6f", (b - a) / (e - s) }'
+  local u0 s0 u1 s1 t0 t1
+  read -r u0 s0 <<< "$(rcpu2)"; t0=$(date +%s.%N); sleep "$IDLE_S"; read -r u1 s1 <<< "$(rcpu2)"; t1=$(date +%s.%N)
+  awk -v a="$u0" -v b="$u1" -v c="$s0" -v d="$s1" -v s="$t0" -v e="$t1" \
+    'BEGIN { w = e - s; printf "%.6f %.6f %.6f", (b - a + d - c) / w, (b - a) / w, (d - c) / w }'
 }
 
 # $1 case, $2 tag, $3 seconds: runs it; writes "$OUT/$tag.row":
@@ -139,11 +150,11 @@ print(r["redis_cpu_s"], sys.argv[2])' "$j" "$secs" > "$OUT/$tag.cpu"
 }
 
 echo "redis-server $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/') (not under callgrind), $SIZE B, RATE=$RATE/s SECS=$SECS, $ROUNDS rounds, output in $OUT"
-idle=$(idle_rate)
+read -r idle idle_u idle_s <<< "$(idle_rate)"
 echo "idle server: $(awk -v r="$idle" 'BEGIN { printf "%.1f", r * 1e6 }') us of CPU a second (subtracted); $(nproc) cores"
 echo
-echo "| round | case | Redis CPU us/job | commands/job | ctx switches/job | jobs/s | load average |"
-echo "|---:|---|---:|---:|---:|---:|---|"
+echo "| round | case | Redis CPU us/job | user / sys us/job (whole run) | commands/job | reads / writes a job | ctx switches/job | jobs/s | load average |"
+echo "|---:|---|---:|---:|---:|---:|---:|---:|---|"
 : > "$OUT/rows"
 k=${#cases[@]}
 for r in $(seq "$ROUNDS"); do
@@ -151,13 +162,24 @@ for r in $(seq "$ROUNDS"); do
     c=${cases[$(((i + r - 1) % k))]}
     tag=$c-$r
     x0=$(rctx)
+    read -r r0 q0 <<< "$(rio)"
+    read -r u0 s0 <<< "$(rcpu2)"
+    w0=$(date +%s.%N)
     run "$c" "$tag" "$SECS"
+    w1=$(date +%s.%N)
+    read -r u1 s1 <<< "$(rcpu2)"
+    read -r r1 q1 <<< "$(rio)"
     x1=$(rctx)
     read -r cpu win n cmds < "$OUT/$tag.row"
     us=$(awk -v c="$cpu" -v w="$win" -v n="$n" -v r="$idle" 'BEGIN { printf "%.1f", (c - r * w) / n * 1e6 }')
-    echo "$c $us $cmds $(((x1 - x0) * 100 / n))" >> "$OUT/rows"
-    printf "| %d | %-6s | %7s | %5s | %5s | %6.0f | %s |\n" "$r" "$c" "$us" "$cmds" \
-      "$(awk -v d="$((x1 - x0))" -v n="$n" 'BEGIN { printf "%.2f", d / n }')" \
+    # (user and sys: around the whole run, set-up included, the idle rate
+    # shared in the proportion of the idle server's own)
+    read -r uj sj <<< "$(awk -v a="$u0" -v b="$u1" -v c="$s0" -v d="$s1" -v w="$(awk -v a="$w0" -v b="$w1" 'BEGIN { print b - a }')" \
+      -v iu="$idle_u" -v is="$idle_s" -v n="$n" 'BEGIN { printf "%.1f %.1f", (b - a - iu * w) / n * 1e6, (d - c - is * w) / n * 1e6 }')"
+    rw=$(awk -v a="$((r1 - r0))" -v b="$((q1 - q0))" -v n="$n" 'BEGIN { printf "%.2f %.2f", a / n, b / n }')
+    echo "$c $us $cmds $(((x1 - x0) * 100 / n)) $uj $sj $rw" >> "$OUT/rows"
+    printf "| %d | %-6s | %7s | %5s / %5s | %5s | %s | %5s | %6.0f | %s |\n" "$r" "$c" "$us" "$uj" "$sj" "$cmds" \
+      "${rw/ / \/ }" "$(awk -v d="$((x1 - x0))" -v n="$n" 'BEGIN { printf "%.2f", d / n }')" \
       "$(awk -v n="$n" -v w="$win" 'BEGIN { print n / w }')" "$(cut -d' ' -f1-3 /proc/loadavg)"
   done
 done
@@ -186,8 +208,8 @@ fi
 echo
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
-echo "| case | Redis CPU us/job (median of $ROUNDS) | / bee-queue's | commands/job | ctx switches/job |"
-echo "|---|---:|---:|---:|---:|"
+echo "| case | Redis CPU us/job (median of $ROUNDS) | / bee-queue's | user / sys us/job (medians) | commands/job | reads / writes a job | ctx switches/job |"
+echo "|---|---:|---:|---:|---:|---:|---:|"
 $PY - "$OUT/rows" "${cases[@]}" << 'EOF'
 import statistics, sys
 rows = [l.split() for l in open(sys.argv[1])]
@@ -196,10 +218,13 @@ for c in sys.argv[2:]:
     v = [x for x in rows if x[0] == c]
     if v:
         med[c] = (statistics.median(float(x[1]) for x in v), statistics.median(float(x[2]) for x in v),
-                  statistics.median(float(x[3]) for x in v) / 100)
+                  statistics.median(float(x[3]) for x in v) / 100, statistics.median(float(x[4]) for x in v),
+                  statistics.median(float(x[5]) for x in v), statistics.median(float(x[6]) for x in v),
+                  statistics.median(float(x[7]) for x in v))
 bee = med.get('bee', (None,))[0]
 for c in sys.argv[2:]:
     if c in med:
-        u, k, x = med[c]
-        print("| %s | %.1f | %s | %.1f | %.2f |" % (c, u, "%.2fx" % (u / bee) if bee else "-", k, x))
+        u, k, x, us, sy, rd, wr = med[c]
+        print("| %s | %.1f | %s | %.1f / %.1f | %.1f | %.2f / %.2f | %.2f |" % (c, u, "%.2fx" % (u / bee) if bee else "-",
+                                                                             us, sy, k, rd, wr, x))
 EOF

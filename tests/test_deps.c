@@ -1184,6 +1184,35 @@ TEST(dependents_hash_is_pinned_once_and_goes_with_its_last_entry) {
     env_stop(&e);
 }
 
+/* Mixed versions: a client before the pin removes a queue's last entry
+ * with a plain HDEL, which leaves the hash with the pin alone (planted
+ * here as it would be left). Nothing misreads it: a plain completion still
+ * completes (its probe takes the dependents path and finds no entry); a
+ * new registration keeps the one pin; the next removal by this version
+ * deletes the hash. */
+TEST(pin_left_alone_by_an_older_clients_removal_misleads_nothing_and_goes_with_the_next_removal) {
+    test_env e;
+    env_start(&e, "pl");
+    plant_active(e.rc, "pl", "z");
+    plant_active(e.rc, "pl", "k");
+    freeReplyObject(server_cmd(e.rc, "HSET t:{pl}:dependents %s %s", SERVER_DEPENDENTS_PIN, ""));
+    const char *z[] = {"z"}, *k[] = {"k"};
+    assert_completes_each(e.rc, "pl", z, 1);
+    ASSERT_STREQ("completed", get_info(e.base, e.q, "z").state);
+    ASSERT_EQ(1, server_int(e.rc, "EXISTS t:{pl}:dependents")); /* (no removal: kept) */
+    rjq_dep on_k = {"pl", "k"};
+    ASSERT_OK(enqueue_after(&e, e.q, "c", &on_k, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_EQ(2, server_int(e.rc, "HLEN t:{pl}:dependents")); /* k's, the one pin */
+    dents_list dk = dependents_of(e.base, e.q, "k");
+    ASSERT_OK(dk.status);
+    ASSERT_EQ(1, (long long)dk.n);
+    ASSERT_STREQ("pl c", dk.list);
+    assert_completes_each(e.rc, "pl", k, 1);
+    ASSERT_STREQ("ready", get_info(e.base, e.q, "c").state);
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{pl}:dependents"));
+    env_stop(&e);
+}
+
 /* A chain within one queue, run by a worker: each job runs once, in order,
  * released by its dependency's completion (nothing left for the sweep). */
 TEST(same_queue_chain_runs_in_order_released_by_the_completions) {

@@ -611,6 +611,34 @@ TEST(dependency_completed_between_the_dependents_write_and_its_registration_coun
     env_stop_proxied(&e, &p);
 }
 
+/* A same-queue dependent's enqueue on a wrongly typed dependents hash
+ * (written behind rjq's back) is refused naming it, with nothing written:
+ * no job, no pin anywhere (DEPS.register_ids writes the pin with the
+ * entries, after deps_add's type checks); its callback gets the error with
+ * no job (n 0: it was called with n 1 and no jobs array). */
+TEST(same_queue_enqueue_on_a_wrongtype_dependents_hash_writes_nothing_not_even_the_pin) {
+    test_env e;
+    env_start(&e, "dw");
+    plant_active(e.rc, "dw", "a");
+    freeReplyObject(server_cmd(e.rc, "SET t:{dw}:dependents x"));
+    /* (the keys of the queue's slot: t:queues, the client's list of
+     * queues, is written by its first call whatever the call does) */
+    long long keys = server_int(e.rc, "DBSIZE") - server_int(e.rc, "EXISTS t:queues");
+    rjq_dep on_a = {"dw", "a"};
+    enqueue_wait w = enqueue_after(&e, e.q, "b", &on_a, 1, RJQ_AFTER_FAIL);
+    ASSERT_EQ(RJQ_EWRONGTYPE, w.status);
+    ASSERT_EQ(0, (long long)w.n); /* (rjq.h: an error has n == 0; it had 1, jobs NULL) */
+    ASSERT(strstr(rjq_client_get_errmsg(e.c), "t:{dw}:dependents holds a string") != NULL);
+    ASSERT_EQ(keys, server_int(e.rc, "DBSIZE") - server_int(e.rc, "EXISTS t:queues"));
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{dw}:payload b"));
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{dw}:waiting t:{dw}:deps"));
+    redisReply *v = server_cmd(e.rc, "GET t:{dw}:dependents");
+    ASSERT(v->type == REDIS_REPLY_STRING);
+    ASSERT_STREQ("x", v->str);
+    freeReplyObject(v);
+    env_stop(&e);
+}
+
 /* The commands a plain job's completion and failure run are what they
  * were before dependencies (counted on main, 8ad0e37, with the same
  * test): the finishing scripts learn of dependents from the watchers
@@ -817,8 +845,10 @@ TEST(same_queue_release_with_a_wrongly_typed_key_is_left_whole_to_the_client) {
 
 /* (same_queue_release_costs_a_fixed_number_of_commands: 30 before its
  * released job's list rewrite and options read were cut when its last
- * dependency completed, deps15) */
-#define SAME_QUEUE_RELEASE_COMMANDS 28
+ * dependency completed, deps15; 28 then; 30 since dl39: the HLEN after the
+ * entry's HDEL and the pin's HDEL, the dependents hash going with its last
+ * entry, lib.lua DEPS.forget) */
+#define SAME_QUEUE_RELEASE_COMMANDS 30
 
 /* The commands a completion runs to release one dependent of its queue,
  * over a plain completion's (COMPLETION_COMMANDS): fixed, and instead of
@@ -1063,7 +1093,7 @@ TEST(one_dependent_of_the_queue_is_released_in_the_completions_call_once_with_it
     ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{so}:dependents a"));
     ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{so}:dependents k"));
     ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{so}:dependents m"));
-    ASSERT_EQ(1, server_int(e.rc, "HLEN t:{so}:dependents"));      /* x's (d) */
+    ASSERT_EQ(2, server_int(e.rc, "HLEN t:{so}:dependents"));      /* x's (d), and the pin */
     ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{so}:depsfin"));
     assert_completes_each(e.rc, "so", three, 3);
     ASSERT_EQ(1, server_int(e.rc, "LLEN t:{so}:ready"));
@@ -1148,9 +1178,89 @@ TEST(registrations_of_the_same_queue_in_deps_adds_loop_record_each_dependent_onc
         freeReplyObject(b);
         ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{rg}:dependents done"));
         ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{rg}:dependents gone"));
-        ASSERT_EQ(2, server_int(e.rc, "HLEN t:{rg}:dependents"));
+        /* a, b, and the pin: written once into this hash an older client
+         * made (none there), with the first entries written */
+        ASSERT_EQ(3, server_int(e.rc, "HLEN t:{rg}:dependents"));
+        ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{rg}:dependents %s", SERVER_DEPENDENTS_PIN));
         ASSERT_EQ(7, server_int(e.rc, "ZCARD t:{rg}:waiting"));
     }
+    env_stop(&e);
+}
+
+/* The dependents hash is pinned a hash table (lib.lua DEPENDENTS_PIN: a
+ * field longer than hash-max-listpack-value, so Redis never keeps it a
+ * listpack that every lookup walks): the pin is written once, with the
+ * hash's first entry, and no reader counts it (the dependents read gives
+ * exactly the jobs registered); the hash goes with its last entry, so a
+ * queue whose dependents were all released has no dependents key and its
+ * completions' EXISTS probe takes the plain path again (the commands of a
+ * plain completion as before any dependent). */
+TEST(dependents_hash_is_pinned_once_and_goes_with_its_last_entry) {
+    test_env e;
+    env_start(&e, "pn");
+    plant_active(e.rc, "pn", "a");
+    plant_active(e.rc, "pn", "k");
+    plant_active(e.rc, "pn", "z1");
+    plant_active(e.rc, "pn", "z2");
+    const char *z1[] = {"z1"}, *z2[] = {"z2"};
+    long long before = server_commands_run(e.rc);
+    assert_completes_each(e.rc, "pn", z1, 1);
+    long long plain = server_commands_run(e.rc) - before;
+    rjq_dep on_a = {"pn", "a"}, on_k = {"pn", "k"};
+    ASSERT_OK(enqueue_after(&e, e.q, "b", &on_a, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_EQ(2, server_int(e.rc, "HLEN t:{pn}:dependents")); /* a's entry, the pin */
+    ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{pn}:dependents %s", SERVER_DEPENDENTS_PIN));
+    redisReply *enc = server_cmd(e.rc, "OBJECT ENCODING t:{pn}:dependents");
+    ASSERT(enc->type == REDIS_REPLY_STRING || enc->type == REDIS_REPLY_STATUS);
+    ASSERT_STREQ("hashtable", enc->str);
+    freeReplyObject(enc);
+    ASSERT_OK(enqueue_after(&e, e.q, "c", &on_a, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_OK(enqueue_after(&e, e.q, "d", &on_k, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_EQ(3, server_int(e.rc, "HLEN t:{pn}:dependents")); /* a, k, the pin once */
+    dents_list da = dependents_of(e.base, e.q, "a");
+    ASSERT_OK(da.status);
+    ASSERT_EQ(2, (long long)da.n);
+    ASSERT_STREQ("pn b,pn c", da.list);
+    const char *one_a[] = {"a"}, *one_k[] = {"k"};
+    assert_completes_each(e.rc, "pn", one_a, 1);
+    ASSERT_STREQ("ready", get_info(e.base, e.q, "b").state);
+    ASSERT_STREQ("ready", get_info(e.base, e.q, "c").state);
+    ASSERT_EQ(2, server_int(e.rc, "HLEN t:{pn}:dependents")); /* k's, the pin */
+    assert_completes_each(e.rc, "pn", one_k, 1);
+    ASSERT_STREQ("ready", get_info(e.base, e.q, "d").state);
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{pn}:dependents"));
+    before = server_commands_run(e.rc);
+    assert_completes_each(e.rc, "pn", z2, 1);
+    ASSERT_EQ(plain, server_commands_run(e.rc) - before);
+    env_stop(&e);
+}
+
+/* Mixed versions: a client before the pin removes a queue's last entry
+ * with a plain HDEL, which leaves the hash with the pin alone (planted
+ * here as it would be left). Nothing misreads it: a plain completion still
+ * completes (its probe takes the dependents path and finds no entry); a
+ * new registration keeps the one pin; the next removal by this version
+ * deletes the hash. */
+TEST(pin_left_alone_by_an_older_clients_removal_misleads_nothing_and_goes_with_the_next_removal) {
+    test_env e;
+    env_start(&e, "pl");
+    plant_active(e.rc, "pl", "z");
+    plant_active(e.rc, "pl", "k");
+    freeReplyObject(server_cmd(e.rc, "HSET t:{pl}:dependents %s %s", SERVER_DEPENDENTS_PIN, ""));
+    const char *z[] = {"z"}, *k[] = {"k"};
+    assert_completes_each(e.rc, "pl", z, 1);
+    ASSERT_STREQ("completed", get_info(e.base, e.q, "z").state);
+    ASSERT_EQ(1, server_int(e.rc, "EXISTS t:{pl}:dependents")); /* (no removal: kept) */
+    rjq_dep on_k = {"pl", "k"};
+    ASSERT_OK(enqueue_after(&e, e.q, "c", &on_k, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_EQ(2, server_int(e.rc, "HLEN t:{pl}:dependents")); /* k's, the one pin */
+    dents_list dk = dependents_of(e.base, e.q, "k");
+    ASSERT_OK(dk.status);
+    ASSERT_EQ(1, (long long)dk.n);
+    ASSERT_STREQ("pl c", dk.list);
+    assert_completes_each(e.rc, "pl", k, 1);
+    ASSERT_STREQ("ready", get_info(e.base, e.q, "c").state);
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{pl}:dependents"));
     env_stop(&e);
 }
 
@@ -2290,8 +2400,10 @@ TEST(replay_of_a_dead_dependency_of_its_queue_reblocks_nothing_and_a_buried_depe
  * 48: no watchers mark, so no HDEL of the watchers column, one HEXISTS of
  * the dependents entry instead (notify_finished), and the release reads
  * the priority from the list's head, no HMGET of the options: as read
- * from the scripts, the total measured) */
-#define CANCEL_RELEASE_COMMANDS 48
+ * from the scripts, the total measured; 50 since dl39: the HLEN after the
+ * entry's HDEL and the pin's HDEL, the dependents hash going with its last
+ * entry, lib.lua DEPS.forget) */
+#define CANCEL_RELEASE_COMMANDS 50
 
 /* rjq_queue_cancel of a job whose only dependent waits in its queue: one
  * script call (the cancel counts it), no deps_due, deps_release or
@@ -2499,7 +2611,9 @@ TEST(dependency_with_only_unmarked_dependents_of_its_queue_releases_them_on_ever
  * job whose last dependency completed (its list kept as enqueued: no HSET
  * deps; its priority from the list: no HMGET options); deps_done of one job) */
 #define OTHER_QUEUE_RELEASE_COMMANDS 14
-#define OTHER_QUEUE_DONE_COMMANDS 3
+/* (3 before dl39; then the HLEN after the entry's HDEL and the pin's HDEL:
+ * the dependents hash goes with its last entry, lib.lua DEPS.forget) */
+#define OTHER_QUEUE_DONE_COMMANDS 5
 
 /* deps_done as the client calls it: job id of q, whose dependents entry
  * `entry` was released. */
@@ -2692,7 +2806,7 @@ TEST(deps_done_of_part_of_a_completion_call_keeps_its_member_for_the_rest) {
     freeReplyObject(release_fcall(e.rc, "dp2", "b1", "dp", "a1", "completed"));
     freeReplyObject(done_fcall(e.rc, "dp", "a1", "dp2 b1"));
     ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{dp}:dependents a1"));
-    ASSERT_EQ(2, server_int(e.rc, "HLEN t:{dp}:dependents"));
+    ASSERT_EQ(3, server_int(e.rc, "HLEN t:{dp}:dependents")); /* a2, a3, the pin */
     ASSERT_EQ(0, server_int(e.rc, "ZRANK t:{dp}:depsfinc %s", "a1 a2 a3")); /* kept for a2, a3 */
     ASSERT_STREQ("ready", get_info(e.base, q2, "b1").state);
     ASSERT_STREQ("waiting", get_info(e.base, q2, "b2").state);
@@ -2769,7 +2883,7 @@ TEST(older_sweep_never_sees_a_completion_calls_member_of_several_ids) {
     /* as written: the old sweep reads nothing, drops nothing */
     ASSERT_EQ(0, old_sweep(e.rc, "dv"));
     ASSERT_EQ(0, server_int(e.rc, "ZRANK t:{dv}:depsfinc %s", "a1 a2 a3"));
-    ASSERT_EQ(3, server_int(e.rc, "HLEN t:{dv}:dependents"));
+    ASSERT_EQ(4, server_int(e.rc, "HLEN t:{dv}:dependents")); /* a1-a3, the pin */
     /* one job more, completed alone: one id, in depsfin, which the old
      * sweep reads as before (its entry there: kept) */
     plant_active(e.rc, "dv", "a4");

@@ -146,6 +146,8 @@ check; [ "$(grep -c '^# TYPE rjq_group_started_total counter' "$DIR/m")" = 1 ] |
 get "$BASE/v1/queues/gw/groups"
 check; [ "$(json '[(g["name"], g["active"], g["started"]) for g in d["groups"]]')" = "[('runner', 1, 1)]" ] ||
     fail "runner's started counter in the listing: $BODY"
+check; [ "$("$RJQ" --prefix sg groups gw | tail -1)" = "runner depth 0 active 1 started 1" ] ||
+    fail "rjq groups shows runner's started counter: $("$RJQ" --prefix sg groups gw)"
 check; labels=$(grep -o '^rjq_group_[a-z_]*{queue="gq",group="[^"]*"' "$DIR/m" | sed 's/.*group="//' | sort -u | tr '\n' ' ')
 [ "$labels" = 'big" g1" g2" ' ] || fail "gq's group labels are its 3 busiest: $labels"
 check; grep -q 'queue="plain",group=' "$DIR/m" && fail "a group series for plain"

@@ -1090,7 +1090,10 @@ TEST(reclaiming_jobs_of_two_groups_frees_their_slots_once_per_group) {
     WAIT_FOR(e.base, cw.done == 1, 10000);
     ASSERT_EQ(6, cw.n);
     ASSERT_EQ(1, server_calls(e.rc, "srem"));     /* (a's: b has no limit, no slots) */
-    ASSERT_EQ(1, server_int(e.rc, "HLEN t:{gk}:g:act")); /* (its pin alone: none runs) */
+    /* (its pin alone: none runs; the reclaim's release left a and b with
+     * nothing for a moment, unlisted before their jobs came back: their
+     * started counters set back, README "Groups") */
+    ASSERT_EQ(1, server_int(e.rc, "HLEN t:{gk}:g:act"));
     ASSERT_EQ(0, server_calls(e.rc, "hget"));     /* (the states were not read back) */
     ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{gk}:g:a:a t:{gk}:g:a:b"));
     ASSERT_EQ(6, get_stats(e.base, e.q).ready);
@@ -1877,7 +1880,8 @@ static void group_drain_commands(test_env *e, const char *qn, size_t n, long lon
     for (size_t k = 0; k < n; k++) ASSERT_EQ(1, r->element[k]->integer);
     freeReplyObject(r);
     free_completion_args(a, n);
-    ASSERT_EQ(1, server_int(e->rc, "HLEN t:{%s}:g:act", qn)); /* (its pin alone: nothing runs) */
+    /* (its pin and every group's started counter, listed: nothing runs) */
+    ASSERT_EQ(1 + (long long)n, server_int(e->rc, "HLEN t:{%s}:g:act", qn));
     redisReply *enc = server_cmd(e->rc, "OBJECT ENCODING t:{%s}:g:act", qn);
     ASSERT_STREQ("hashtable", enc->str); /* (its pin: no listpack scanned per group) */
     freeReplyObject(enc);
@@ -2533,6 +2537,86 @@ TEST(a_group_paused_and_resumed_at_its_limit_keeps_its_limit) {
     ASSERT_OK(rjq_job_complete(h.job[0], "", 0, NULL, NULL));
     ASSERT_OK(rjq_job_complete(h.job[2], "", 0, NULL, NULL));
     WAIT_FOR(e.base, server_int(e.rc, "SCARD t:{gpl}:g:a:a") == 0, 10000);
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
+/* Group g's started counter as g:act holds it (GROUPS.sfield: "<g> s");
+ * -1: no such field. */
+static long long started_field(test_env *e, const char *qn, const char *g) {
+    char f[80];
+    snprintf(f, sizeof f, "%s s", g);
+    redisReply *r = server_cmd(e->rc, "HGET t:{%s}:g:act %s", qn, f);
+    long long v = r->type == REDIS_REPLY_STRING ? atoll(r->str) : r->type == REDIS_REPLY_NIL ? -1 : -2;
+    freeReplyObject(r);
+    return v;
+}
+
+static long long started_listed(test_env *e, const char *g) {
+    groups_wait l = groups_of(e, g);
+    ASSERT_EQ(1, (long)l.n);
+    return l.started[0];
+}
+
+/* A group's started counter (rjq_group_info.started, issue 40's per-group
+ * rates: `rjq top` and the dashboard difference two readings): exact after
+ * starts of several groups in one claim, kept while the group is listed
+ * (its completions do not count it down), set back (its field gone) when
+ * the completion that empties the group unlists it, and counting a push to
+ * an idle worker as a claim's start; kept in g:act beside the running
+ * counts (the claim's one HMGET and one HSET of it: no command more). */
+TEST(a_groups_started_counter_counts_its_claims_and_pushes_and_leaves_with_its_listing) {
+    test_env e;
+    env_start(&e, "gst");
+    const char *jobs[] = {"a0", "a", "a1", "a", "a2", "a", "b0", "b", "b1", "b", "c0", "c"};
+    for (int i = 0; i < 12; i += 2) ASSERT_OK(enqueue_in(&e, e.q, jobs[i], jobs[i + 1], 0).status);
+    redisReply *r = claim_as_worker(&e, "gst", "6", "cs.w.1"); /* (one claim: all six) */
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4 + 5 * 6);
+    ASSERT_EQ(3, started_field(&e, "gst", "a"));
+    ASSERT_EQ(2, started_field(&e, "gst", "b"));
+    ASSERT_EQ(1, started_field(&e, "gst", "c"));
+    ASSERT_EQ(3, started_listed(&e, "a"));
+    ASSERT_EQ(2, started_listed(&e, "b"));
+    ASSERT_EQ(1, started_listed(&e, "c"));
+    groups_wait all = groups_of(&e, NULL); /* (the listing's page carries them too) */
+    ASSERT_EQ(3, (long)all.n);
+    for (size_t i = 0; i < all.n; i++)
+        ASSERT_EQ(all.name[i][0] == 'a' ? 3 : all.name[i][0] == 'b' ? 2 : 1, all.started[i]);
+    /* a keeps a ready job: listed, its counter kept; b and c emptied by the
+     * completion: unlisted, their counters gone */
+    ASSERT_OK(enqueue_in(&e, e.q, "a3", "a", 0).status);
+    complete_claimed(&e, "gst", r, 6);
+    freeReplyObject(r);
+    ASSERT_EQ(3, started_listed(&e, "a"));
+    ASSERT_EQ(0, groups_of(&e, "a").active[0]);
+    ASSERT_EQ(-1, started_field(&e, "gst", "b"));
+    ASSERT_EQ(-1, started_field(&e, "gst", "c"));
+    ASSERT_EQ(0, started_listed(&e, "b")); /* (listed with zeros) */
+    ASSERT_EQ(2, server_int(e.rc, "HLEN t:{gst}:g:act")); /* (the pin and a's counter) */
+    r = claim_as_worker(&e, "gst", "6", "cs.w.2");
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4 + 5 * 1);
+    ASSERT_EQ(4, started_listed(&e, "a"));
+    complete_claimed(&e, "gst", r, 1);
+    freeReplyObject(r);
+    ASSERT_EQ(-1, started_field(&e, "gst", "a")); /* (a unlisted: set back) */
+    ASSERT_EQ(1, server_int(e.rc, "HLEN t:{gst}:g:act"));
+    /* pushed to an idle worker (no claim runs): counted as started */
+    freeReplyObject(server_cmd(e.rc, "DEL t:{gst}:idle")); /* (the short claims' registration) */
+    static holding h;
+    rjq_worker *w = idle_holder(&e, "gst", &h, 0);
+    long long claims = claims_run(e.rc);
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+    o.group = "b";
+    o.id = "b9";
+    ASSERT_OK(enqueue_job(e.base, e.q, "x", &o).status);
+    WAIT_FOR(e.base, h.n == 1, 10000);
+    ASSERT_STREQ("b9", h.id[0]);
+    ASSERT_EQ(claims, claims_run(e.rc)); /* (pushed: no claim ran) */
+    ASSERT_EQ(1, started_listed(&e, "b"));
+    ASSERT_EQ(1, groups_of(&e, "b").active[0]);
+    ASSERT_OK(rjq_job_complete(h.job[0], "", 0, NULL, NULL));
+    WAIT_FOR(e.base, server_int(e.rc, "EXISTS t:{gst}:g:job t:{gst}:g:all") == 0, 10000);
+    ASSERT_EQ(-1, started_field(&e, "gst", "b"));
     worker_stop_wait(e.base, w);
     env_stop(&e);
 }

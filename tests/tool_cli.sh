@@ -1360,7 +1360,7 @@ expect_ok
 expect_out "$(printf 'groups 1\nacme depth 2 active 0 concurrency 2 weight 3 rate 5/2000 max_waiting 2 paused')"
 run groups sq acme --json
 expect_ok
-expect_out '{"total":1,"groups":[{"name":"acme","depth":2,"active":0,"concurrency":2,"weight":3,"paused":true,"rate":5,"rate_window_ms":2000,"max_waiting":2}]}'
+expect_out '{"total":1,"groups":[{"name":"acme","depth":2,"active":0,"concurrency":2,"weight":3,"paused":true,"rate":5,"rate_window_ms":2000,"max_waiting":2,"started":0}]}'
 run enqueue sq ga3 --group acme
 expect_rc 1
 expect_err_has "max_waiting 2"

@@ -634,18 +634,38 @@ function queuePage(main, name, tab, offset) {
   // their running jobs, limits and pause (GET /v1/queues/{q}/groups)
   const GROUPS_SHOWN = 10;
   const BATCHES_SHOWN = 20;
+  // a group's starts/s: its started counter (GET .../groups: "started") read
+  // twice, the increase over the interval (a counter that went down was set
+  // back, README "Groups": counted from 0, as for the queue's rates)
+  let startedPrev = new Map(), startedAt = 0;
+  function startRates(d, at) {
+    const dt = (at - startedAt) / 1000, rates = new Map(), next = new Map();
+    for (const g of d.groups) {
+      const cur = g.started || 0;
+      next.set(g.name, cur);
+      if (startedPrev.has(g.name) && dt > 0) {
+        const prev = startedPrev.get(g.name);
+        rates.set(g.name, (cur >= prev ? cur - prev : cur) / dt);
+      }
+    }
+    startedPrev = next; startedAt = at;
+    return rates;
+  }
   function drawGroups(d) {
     if (!d || !d.groups || d.groups.length === 0) { groups.replaceChildren(); return; }
+    const rates = startRates(d, Date.now());
     const gpath = (g, verb) => `/v1/queues/${enc(name)}/groups/${enc(g)}/${verb}`;
     groups.replaceChildren(el('h3', {}, `busiest groups (${plural(d.total, 'group')} with jobs` +
         (d.total > d.groups.length ? `, the first ${d.groups.length} shown` : '') + ')'),
       el('table', { class: 'grouptable', id: 'group-table' },
-        el('thead', {}, el('tr', {}, ['group', 'ready', 'active', 'concurrency', 'weight', '', '']
+        el('thead', {}, el('tr', {}, ['group', 'ready', 'active', 'starts/s', 'concurrency', 'weight', '', '']
           .map(h => el('th', {}, h)))),
         el('tbody', {}, d.groups.map(g => el('tr', { 'data-group': g.name },
           el('td', {}, g.name),
           el('td', { class: 'num', 'data-stat': 'ready' }, fmt(g.depth)),
           el('td', { class: 'num', 'data-stat': 'active' }, fmt(g.active)),
+          el('td', { class: 'num', 'data-stat': 'starts' },
+             rates.has(g.name) ? rates.get(g.name).toFixed(1) : '\u2013'),
           el('td', { class: 'num' }, g.concurrency === null ? 'none' : fmt(g.concurrency)),
           el('td', { class: 'num' }, fmt(g.weight)),
           el('td', {}, g.paused ? el('span', { class: 'badge paused' }, 'paused') : ''),

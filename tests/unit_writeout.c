@@ -235,3 +235,48 @@ TEST(writeout_to_a_peer_gone_leaves_the_command_to_hiredis_callback_gets_null_on
     peer_close(&p);
     free(cmd);
 }
+
+/* "*1\r\n$<n-...>\r\n<bytes>\r\n" of exactly n bytes (n >= 16). */
+static char *command_of_length(size_t n) {
+    char head[32];
+    size_t body = n - 4 - 2; /* after "*1\r\n", before the final CRLF */
+    size_t digits = 1;
+    for (size_t d = body; d >= 10; d /= 10) digits++;
+    size_t arg = body - 1 - digits - 2; /* "$<digits>\r\n" */
+    if ((size_t)snprintf(head, sizeof head, "%zu", arg) != digits) arg++; /* (one digit less) */
+    int h = snprintf(head, sizeof head, "*1\r\n$%zu\r\n", arg);
+    ASSERT((size_t)h + arg + 2 == n);
+    char *s = malloc(n);
+    ASSERT(s != NULL);
+    memcpy(s, head, (size_t)h);
+    memset(s + h, 'x', arg);
+    memcpy(s + h + arg, "\r\n", 2);
+    return s;
+}
+
+TEST(writeout_bound_exactly_one_byte_under_goes_through_hiredis_at_it_goes_at_once) {
+    peer p;
+    peer_open(&p);
+    char *under = command_of_length(RJQ__WRITEOUT_MIN - 1), *at = command_of_length(RJQ__WRITEOUT_MIN);
+    answer a = {0}, b = {0};
+    ASSERT_EQ(REDIS_OK, rjq__writeout(p.ac, on_reply, &a, under, RJQ__WRITEOUT_MIN - 1));
+    ASSERT_EQ((size_t)RJQ__WRITEOUT_MIN - 1, sdslen(p.ac->c.obuf)); /* hiredis' way */
+    char *got = peer_read(&p, RJQ__WRITEOUT_MIN - 1);                  /* (written by hiredis) */
+    ASSERT(memcmp(got, under, RJQ__WRITEOUT_MIN - 1) == 0);
+    free(got);
+    ASSERT_EQ((size_t)0, sdslen(p.ac->c.obuf));
+    ASSERT_EQ(REDIS_OK, rjq__writeout(p.ac, on_reply, &b, at, RJQ__WRITEOUT_MIN));
+    ASSERT_EQ((size_t)0, sdslen(p.ac->c.obuf)); /* at once */
+    got = peer_read(&p, RJQ__WRITEOUT_MIN);
+    ASSERT(memcmp(got, at, RJQ__WRITEOUT_MIN) == 0);
+    peer_send(&p, "+under\r\n+at\r\n");
+    redisAsyncHandleRead(p.ac);
+    ASSERT_EQ(1, a.calls);
+    ASSERT_STREQ("under", a.str);
+    ASSERT_EQ(1, b.calls);
+    ASSERT_STREQ("at", b.str);
+    peer_close(&p);
+    free(got);
+    free(under);
+    free(at);
+}

@@ -236,7 +236,8 @@ TEST(writeout_to_a_peer_gone_leaves_the_command_to_hiredis_callback_gets_null_on
     free(cmd);
 }
 
-/* "*1\r\n$<n-...>\r\n<bytes>\r\n" of exactly n bytes (n >= 16). */
+/* "*1\r\n$<n-...>\r\n<bytes>\r\n" of exactly n bytes (n >= 16), and a NUL
+ * after them. */
 static char *command_of_length(size_t n) {
     char head[32];
     size_t body = n - 4 - 2; /* after "*1\r\n", before the final CRLF */
@@ -246,11 +247,12 @@ static char *command_of_length(size_t n) {
     if ((size_t)snprintf(head, sizeof head, "%zu", arg) != digits) arg++; /* (one digit less) */
     int h = snprintf(head, sizeof head, "*1\r\n$%zu\r\n", arg);
     ASSERT((size_t)h + arg + 2 == n);
-    char *s = malloc(n);
+    char *s = malloc(n + 1);
     ASSERT(s != NULL);
     memcpy(s, head, (size_t)h);
     memset(s + h, 'x', arg);
     memcpy(s + h + arg, "\r\n", 2);
+    s[n] = '\0'; /* (hiredis reads the byte after a lone command name, as rjq__buf_nul says) */
     return s;
 }
 

@@ -50,6 +50,7 @@
 #include "request_private.h"
 #include "slotmap.h"
 #include "validate.h"
+#include "writeout.h"
 
 #define RETRY_FIRST_MS 50       /* first wait before re-sending after a transient error */
 #define RETRY_MAX_MS 1000       /* ... doubling up to this */
@@ -65,10 +66,12 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *priv);
 
 /* ---- sending ----------------------------------------------------------- */
 
-/* Write r's command to the context: one command, or a transaction's
- * (txn.c). REDIS_ERR: r was not sent (it waits for the next connection). */
+/* Write r's command to the context: one command (a long one straight to
+ * the socket when hiredis has no output waiting: writeout.h), or a
+ * transaction's (txn.c). REDIS_ERR: r was not sent (it waits for the next
+ * connection). */
 static int send_formatted(redisAsyncContext *ac, rjq__req *r) {
-    if (r->nparts == 0) return redisAsyncFormattedCommand(ac, on_reply, r, r->cmd, r->len);
+    if (r->nparts == 0) return rjq__writeout(ac, on_reply, r, r->cmd, r->len);
     return rjq__txn_send(ac, r, on_reply);
 }
 

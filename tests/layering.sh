@@ -30,7 +30,7 @@ src=${RJQ_SOURCE:?}/src
 objdir=$build/CMakeFiles/rjq_obj.dir/src
 
 ranks=(
-    "timer url validate headers error argv resp tls cron check slot slotmap ssbook replyarena readin gather" # 0 leaves
+    "timer url validate headers error argv resp tls cron check slot slotmap ssbook replyarena readin writeout gather" # 0 leaves
     "runtime"                                     # 1 core: depth, timers, features
     "conn sentinel shardlink route"               # 2 core: connections, where the master is, routing by slot
     "request reqstate scripts txn durable pubsub" # 3 core: the connections' owners

@@ -221,3 +221,59 @@ TEST(lean_enqueues_taking_their_buffer_land_16_kib_and_1_mib_exact_and_leak_noth
     free(b16), free(b1m), free(b16b);
     env_stop(&e);
 }
+
+/* Every payload length of LEN_FROM..LEN_TO, each once (make_bytes(len,
+ * len)): how many came whole, and any that did not. */
+#define LEN_FROM 3600
+#define LEN_TO 3900
+typedef struct by_len {
+    long jobs, whole;
+    unsigned char got[LEN_TO - LEN_FROM + 1];
+} by_len;
+
+static void len_handler(rjq_job *job, void *data) {
+    by_len *s = data;
+    size_t len;
+    const char *p = rjq_job_get_payload(job, &len);
+    s->jobs++;
+    if (len >= LEN_FROM && len <= LEN_TO && !s->got[len - LEN_FROM]) {
+        char *want = make_bytes(len, (unsigned)len);
+        if (memcmp(p, want, len) == 0) s->got[len - LEN_FROM] = 1, s->whole++;
+        free(want);
+    }
+    ASSERT_OK(rjq_job_complete(job, NULL, 0, NULL, NULL));
+}
+
+/* A lean enqueue's command of 4 KiB or more (RJQ__WRITEOUT_MIN) is written
+ * to the socket at once when hiredis holds no output (src/writeout.c),
+ * shorter ones through hiredis' buffer: one job of every payload length
+ * from 3600 to 3900 bytes (its commands ~3.9 to ~4.2 KiB), each its own request (the next made once the
+ * last is answered, so hiredis' buffer is empty at each), makes commands on
+ * both sides of that bound and at it: each answered once, and each
+ * payload reaches its job byte for byte. */
+TEST(lean_enqueues_on_both_sides_of_the_direct_write_bound_land_exact) {
+    test_env e;
+    env_start(&e, "pw");
+    static by_len s;
+    memset(&s, 0, sizeof s);
+    static answered a[LEN_TO - LEN_FROM + 1];
+    memset(a, 0, sizeof a);
+    for (size_t len = LEN_FROM; len <= LEN_TO; len++) {
+        char *b = make_bytes(len, (unsigned)len);
+        ASSERT_OK(rjq_enqueue(e.q, b, len, NULL, on_answer, &a[len - LEN_FROM]));
+        free(b);
+        WAIT_FOR(e.base, a[len - LEN_FROM].calls == 1, 10000);
+    }
+    long n = LEN_TO - LEN_FROM + 1;
+    rjq_worker_options wo = quiet_worker_options(8);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, len_handler, &s, &w));
+    ASSERT(loop_until_count(e.base, &s.jobs, n, 30000));
+    for (long i = 0; i < n; i++) {
+        ASSERT_EQ(1, a[i].calls);
+        ASSERT_OK(a[i].status);
+    }
+    ASSERT_EQ(n, s.whole);
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}

@@ -136,7 +136,7 @@ req GET /v1/queues/zshort; expect 200 '"ready":6,'
 req GET /v1/queues/t; expect 200 '"ready":3'
 req GET /v1/queues/t/jobs?state=ready; expect 200 '"ids":\["order-7",'
 req GET "/v1/queues/t/jobs?state=ready&offset=1&limit=1"; expect 200 "\"ids\":\\[\"$ID1\"\\]"
-req GET /v1/queues/t/jobs?state=nope; expect 400 'state must be'
+req GET /v1/queues/t/jobs?state=nope; expect 400 'state must be ready, delayed, waiting, active, dead, cancelled or completed'
 req GET "/v1/queues/t/jobs?state=ready&limit=0"; expect 400 'limit'
 req GET "/v1/queues/t/jobs/$ID1"; expect 200 '"payload":"hello"'
 expect 200 '"enqueued_ms":[0-9]{13}[,}]'; expect 200 '"started_ms":null'

@@ -105,6 +105,11 @@ req GET /v1/queues/zdeps/jobs/dep-1/dependencies; expect 200 '"queue":"zdeps","i
 req GET /v1/queues/zdeps/jobs/dep-1/dependencies; expect 200 '"queue":"t","id":"order-7","state":"ready","counted":"pending"'
 req GET /v1/queues/t/jobs/order-7/dependencies; expect 200 '"dependents":.."queue":"zdeps","id":"dep-1"'
 req POST /v1/queues/t/jobs/order-7/dependencies; expect 405
+# its /metrics count it waiting (rjq_jobs' states, as rjq metrics), once a refresh read zdeps
+for _ in $(seq 600); do
+    req GET /metrics; [[ $BODY == *'rjq_jobs{queue="zdeps",state="waiting"} 1'* ]] && break; sleep 0.1
+done
+expect 200 'rjq_jobs\{queue="zdeps",state="waiting"\} 1'
 req POST "/v1/queues/zdeps/jobs?after=t" --data d; expect 400 "dependency 't' is not QUEUE:ID"
 req POST "/v1/queues/zdeps/jobs?after=t:x&wait=1" --data d; expect 400 'after cannot be used with wait'
 req POST "/v1/queues/zdeps/jobs?after_policy=run" --data d; expect 400 'after_policy needs after'

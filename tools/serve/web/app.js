@@ -605,7 +605,7 @@ function queuePage(main, name, tab, offset) {
       return;
     }
     if (!(q.shards > 1) || !q.shard_stats) { shards.replaceChildren(); return; }
-    const cols = ['ready', 'delayed', 'active', 'dead_depth', 'completed', 'failed'];
+    const cols = ['ready', 'delayed', 'waiting', 'active', 'dead_depth', 'completed', 'failed'];
     shards.replaceChildren(el('h3', {}, `${q.shards} shards`),
       el('table', { class: 'shardtable', id: 'shard-table' },
         el('thead', {}, el('tr', {}, ['shard', 'name', 'master', ...cols.map(k => k.replace('_depth', '')), '']

@@ -2229,8 +2229,9 @@ RJQ_API int rjq_queue_list_jobs(rjq_queue *q, rjq_job_state state, long offset, 
 /* One step of a search of q's payloads (rjq_queue_search). */
 typedef struct rjq_search_match {
     const char *id;
-    const char *state; /* "ready", "delayed", "active", "dead", "cancelled" or
-                          "completed" (within the retention), as read then */
+    const char *state; /* "ready", "delayed", "waiting" (for its dependencies),
+                          "active", "dead", "cancelled" or "completed" (within
+                          the retention), as read then */
 } rjq_search_match;
 
 /* cursor: where the next step starts ("0": the scan is over); scanned: the
@@ -2245,8 +2246,9 @@ typedef void rjq_search_cb(rjq_client *c, int status, const char *cursor, long l
 #define RJQ_SEARCH_BYTES_MAX 1024 /* the longest text a search looks for */
 #define RJQ_SEARCH_COUNT_MAX 1000 /* the most payloads one step asks for */
 
-/* One step of a search of q's job payloads (every job it keeps: waiting,
- * delayed, running, dead, cancelled, completed within the retention) for
+/* One step of a search of q's job payloads (every job it keeps: ready,
+ * delayed, waiting for its dependencies, running, dead, cancelled,
+ * completed within the retention) for
  * the bytes (1..RJQ_SEARCH_BYTES_MAX, compared as they are, not a
  * pattern): one script call that reads about `count`
  * (1..RJQ_SEARCH_COUNT_MAX) payloads from `cursor` on (HSCAN's cursor:

@@ -16,7 +16,7 @@ SRC=${RJQ_SOURCE:?RJQ_SOURCE must name the source directory}
 serve_test ds dashboard-shards browser
 
 "$RJQ" --prefix ds shards hot 3 >/dev/null || { echo "FAIL: rjq shards hot 3"; exit 1; }
-"$RJQ" --prefix ds enqueue cold x >/dev/null || { echo "FAIL: rjq enqueue cold"; exit 1; }
+"$RJQ" --prefix ds enqueue cold x --id c1 >/dev/null || { echo "FAIL: rjq enqueue cold"; exit 1; }
 start_serve rw
 cp "$SRC/tests/dashboard/shards.mjs" "$PW/shards.mjs" # resolves playwright-core from $PW
 BASE=$BASE CHROMIUM=$CHROMIUM ART=$ART timeout 120 node "$PW/shards.mjs"

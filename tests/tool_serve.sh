@@ -105,6 +105,11 @@ req GET /v1/queues/zdeps/jobs/dep-1/dependencies; expect 200 '"queue":"zdeps","i
 req GET /v1/queues/zdeps/jobs/dep-1/dependencies; expect 200 '"queue":"t","id":"order-7","state":"ready","counted":"pending"'
 req GET /v1/queues/t/jobs/order-7/dependencies; expect 200 '"dependents":.."queue":"zdeps","id":"dep-1"'
 req POST /v1/queues/t/jobs/order-7/dependencies; expect 405
+# its /metrics count it waiting (rjq_jobs' states, as rjq metrics), once a refresh read zdeps
+for _ in $(seq 600); do
+    req GET /metrics; [[ $BODY == *'rjq_jobs{queue="zdeps",state="waiting"} 1'* ]] && break; sleep 0.1
+done
+expect 200 'rjq_jobs\{queue="zdeps",state="waiting"\} 1'
 req POST "/v1/queues/zdeps/jobs?after=t" --data d; expect 400 "dependency 't' is not QUEUE:ID"
 req POST "/v1/queues/zdeps/jobs?after=t:x&wait=1" --data d; expect 400 'after cannot be used with wait'
 req POST "/v1/queues/zdeps/jobs?after_policy=run" --data d; expect 400 'after_policy needs after'
@@ -136,7 +141,7 @@ req GET /v1/queues/zshort; expect 200 '"ready":6,'
 req GET /v1/queues/t; expect 200 '"ready":3'
 req GET /v1/queues/t/jobs?state=ready; expect 200 '"ids":\["order-7",'
 req GET "/v1/queues/t/jobs?state=ready&offset=1&limit=1"; expect 200 "\"ids\":\\[\"$ID1\"\\]"
-req GET /v1/queues/t/jobs?state=nope; expect 400 'state must be'
+req GET /v1/queues/t/jobs?state=nope; expect 400 'state must be ready, delayed, waiting, active, dead, cancelled or completed'
 req GET "/v1/queues/t/jobs?state=ready&limit=0"; expect 400 'limit'
 req GET "/v1/queues/t/jobs/$ID1"; expect 200 '"payload":"hello"'
 expect 200 '"enqueued_ms":[0-9]{13}[,}]'; expect 200 '"started_ms":null'

@@ -55,6 +55,9 @@ done
 CHECKS=$((CHECKS + 1))
 get -X POST "$BASE/v1/queues/s/search?text=$(printf 'x%.0s' $(seq 1025))"
 [[ $CODE == 400 && $BODY == *'1 to 1024 bytes'* ]] || fail "text too long: $CODE $BODY"
+CHECKS=$((CHECKS + 1)) # the states it takes, named: waiting (for dependencies) too
+get -X POST "$BASE/v1/queues/s/search?text=x&states=sleeping"
+[[ $BODY == *'list of ready, delayed, waiting, active, dead, cancelled, completed'* ]] || fail "states named: $BODY"
 CHECKS=$((CHECKS + 1))
 get "$BASE/v1/queues/s/search/999"
 [[ $CODE == 404 && $BODY == *'no such search'* ]] || fail "unknown search: $CODE $BODY"

@@ -45,10 +45,10 @@ try {
     async () => (await page.locator('tr[data-queue="web"]').count()) === 1 &&
                 (await page.locator('tr[data-queue="idle"]').count()) === 1);
   await until('the event stream is live', async () => (await page.textContent('#conn')) === 'live');
-  const before = Number((await page.locator('tr[data-queue="web"] td').nth(5).textContent()).replace(/,/g, ''));
+  const before = Number((await page.locator('tr[data-queue="web"] td[data-stat="completed"]').textContent()).replace(/,/g, ''));
   await api(BASE, 'POST', '/v1/queues/web/jobs?wait=10000', 'another');
   await until('the overview counts a completion without reload', async () =>
-    Number((await page.locator('tr[data-queue="web"] td').nth(5).textContent()).replace(/,/g, '')) > before);
+    Number((await page.locator('tr[data-queue="web"] td[data-stat="completed"]').textContent()).replace(/,/g, '')) > before);
   await until('the overview warns that Redis may evict jobs', async () => {
     await page.reload(); /* (the server reads Redis' memory every 2 s) */
     await page.waitForSelector('#queues');
@@ -152,7 +152,7 @@ try {
   await page.selectOption('#demo-enqueue select', 'thumbnail');
   await page.click('#demo-enqueue button[data-action="demo-enqueue"]');
   await until('the demo queue completes the 10 jobs, shown without reload', async () =>
-    Number((await page.locator('tr[data-queue="demo"] td').nth(5).textContent()).replace(/,/g, '')) === 10);
+    Number((await page.locator('tr[data-queue="demo"] td[data-stat="completed"]').textContent()).replace(/,/g, '')) === 10);
   await until('the pool counts them', async () =>
     (await page.textContent('#demo-info')).includes('10 done'));
   await page.click('#demo button[data-action="demo-reclaim"]');

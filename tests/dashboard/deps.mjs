@@ -23,6 +23,42 @@ try {
     (await page.locator('tr[data-id="b1"][data-state="waiting"]').count()) === 1 &&
     (await page.locator('tr[data-id="b2"][data-state="waiting"]').count()) === 1);
 
+  // the overview's queues table: a waiting column, after delayed as in rjq
+  // top, each queue's count in it
+  await page.goto(BASE + '/#/');
+  const cell = (q, k) => page.textContent(`#queues tr[data-queue="${q}"] td[data-stat="${k}"]`);
+  await until('the overview shows db\'s 2 waiting', async () => (await cell('db', 'waiting')) === '2');
+  const heads = await page.locator('#queues thead th').allTextContents();
+  check(heads.slice(1, 5).join(',') === 'ready,delayed,waiting,active', 'the columns: ' + heads.join(','));
+  check((await cell('dc', 'waiting')) === '1' && (await cell('da', 'waiting')) === '0' &&
+        (await cell('da', 'delayed')) === '1', 'dc 1 waiting, da 0 (1 delayed)');
+  await shotShowsOn(page, 'deps-overview', ['#queues tr[data-queue="db"] td[data-stat="waiting"]']);
+
+  // the search page: a waiting box (the server searches them), after delayed;
+  // the waiting jobs found with it ticked, none without
+  await page.goto(BASE + '/#/q/db/search');
+  await page.waitForSelector('#search-form');
+  const boxes = await page.$$eval('#search-form .stbox[data-state] input', l => l.map(b => b.value + (b.checked ? '+' : '-')));
+  check(boxes.join(',') === 'ready+,delayed+,waiting+,active+,dead+,cancelled+,completed+', 'the state boxes: ' + boxes.join(','));
+  // (a new search: the page's address names it once started)
+  const search = async (what) => {
+    const before = await page.evaluate(() => location.hash);
+    await page.fill('#search-text', 't');
+    await page.click('#search-start');
+    return until(what, async () => (await page.evaluate(() => location.hash)) !== before &&
+      (await page.getAttribute('#search-status', 'data-state')) === 'done');
+  };
+  await search('a search with waiting ticked ends');
+  await until('it finds b1 and b2, waiting', async () =>
+    (await page.locator('#search-matches tr[data-id="b1"] .badge.st-waiting').count()) === 1 &&
+    (await page.locator('#search-matches tr[data-id="b2"] .badge.st-waiting').count()) === 1);
+  await shotShowsOn(page, 'deps-search', ['#search-form .stbox[data-state="waiting"]', '#search-matches tr[data-id="b1"]']);
+  await page.uncheck('#search-form .stbox[data-state="waiting"] input');
+  await search('a search without waiting ends');
+  check((await page.locator('#search-matches tbody tr').count()) === 0 &&
+        (await page.textContent('#search-status')).includes('0 matches'), 'none found without waiting: ' +
+        await page.textContent('#search-status'));
+
   // a waiting job's page: each dependency, its state now and how it counted
   await page.goto(BASE + '/#/q/db/job/b1');
   await until('b1\'s page shows it waiting', async () => (await page.textContent('#jobstate')) === 'waiting');
@@ -64,6 +100,8 @@ try {
   await page.goto(BASE + '/#/q/db');
   await until('the queue page shows 1 waiting', async () =>
     (await page.textContent('.qhead .stat[data-stat="waiting"] b')) === '1');
+  await page.goto(BASE + '/#/');
+  await until('the overview shows 1 waiting', async () => (await cell('db', 'waiting')) === '1');
   check(consoleErrors.length === 0, 'console errors: ' + consoleErrors.join(' | '));
 } catch (e) {
   check(false, 'exception: ' + (e.stack || e));

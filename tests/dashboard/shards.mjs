@@ -70,6 +70,17 @@ try {
   await until('the head says 7 ready', async () =>
     num(await page.locator('.stat[data-stat="ready"] b').textContent()) === 7);
   check((await page.locator('#settings .bad').count()) === 0, 'the settings of a sharded queue load');
+  // jobs waiting for cold's c1 (no worker): each shard's waiting column, summed in the head
+  for (const id of ['w1', 'w2', 'w3']) {
+    const r = await api('POST', `/v1/queues/hot/jobs?id=${id}&after=cold:c1`, 'waits');
+    check(r.status === 201, `enqueue ${id} after cold:c1: ${r.status} ${JSON.stringify(r.data)}`);
+  }
+  const waiting = async () => (await page.locator('#shard-table td[data-stat="waiting"]').allTextContents()).map(num);
+  await until('the shards\' waiting add up to 3', async () => (await waiting()).reduce((a, b) => a + b, 0) === 3);
+  check((await page.locator('#shard-table thead th').allTextContents()).slice(3, 7).join(',') === 'ready,delayed,waiting,active',
+        'the shard table\'s columns: ' + (await page.locator('#shard-table thead th').allTextContents()).join(','));
+  await until('the head says 3 waiting', async () =>
+    num(await page.locator('.stat[data-stat="waiting"] b').textContent()) === 3);
   await page.locator('.qhead').screenshot({ path: `${ART}/dashboard-shards-head.png` });
   await page.screenshot({ path: `${ART}/dashboard-shards-queue.png`, fullPage: true });
   // pause from the page: every shard paused

@@ -403,7 +403,8 @@ static void list_jobs(server *s, struct evhttp_request *req, squeue *q,
     long long offset, limit, rows;
     if (query_only(req, args, ROUTE_JOBS)) return;
     if (job_state_parse(query_get(args, "state"), &st) != 0) {
-        reply_error(req, 400, "state must be ready, delayed, active, dead, cancelled or completed");
+        reply_error(req, 400, "state must be ready, delayed, waiting, active, dead, cancelled or "
+                              "completed");
         return;
     }
     if (query_ll(req, args, "offset", 0, RJQ_JOBS_OFFSET_MAX, 0, &offset) ||

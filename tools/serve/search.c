@@ -275,7 +275,7 @@ static void start(server *s, struct evhttp_request *req, squeue *q,
     }
     if (search_states_parse(query_get(args, "states"), &states) != 0) {
         reply_error(req, 400, "states must be a comma-separated list of ready, delayed, "
-                              "active, dead, cancelled, completed");
+                              "waiting, active, dead, cancelled, completed");
         return;
     }
     const char *field = query_get(args, "field");

@@ -189,7 +189,7 @@ function overview(main) {
   const body = el('tbody');
   const table = el('table', { class: 'queues', id: 'queues' },
     el('thead', {}, el('tr', {},
-      ['queue', 'ready', 'delayed', 'active', 'dead', 'completed', 'in/s', 'done/s', 'fail/s',
+      ['queue', 'ready', 'delayed', 'waiting', 'active', 'dead', 'completed', 'in/s', 'done/s', 'fail/s',
        'wait', 'run', 'done/s history', ''].map(h => el('th', {}, h)))),
     body);
   const NO_QUEUE = 'No queue yet: queues appear once something enqueues to them or a worker runs on them.';
@@ -243,11 +243,10 @@ function overview(main) {
     const cells = [
       el('td', {}, el('a', { href: '#/q/' + enc(q.name), class: 'qname' }, q.name),
         q.shards > 1 ? el('span', { class: 'badge shards', 'data-shards': q.shards }, `${q.shards} shards`) : ''),
-      el('td', { class: 'num' }, fmt(s.ready)),
-      el('td', { class: 'num' }, fmt(s.delayed)),
-      el('td', { class: 'num' }, fmt(s.active)),
-      el('td', { class: 'num' + (s.dead_depth ? ' warn' : '') }, fmt(s.dead_depth)),
-      el('td', { class: 'num' }, fmt(s.completed)),
+      // the depths in rjq top's order (waiting: for their dependencies)
+      ...['ready', 'delayed', 'waiting', 'active'].map(k => el('td', { class: 'num', 'data-stat': k }, fmt(s[k]))),
+      el('td', { class: 'num' + (s.dead_depth ? ' warn' : ''), 'data-stat': 'dead_depth' }, fmt(s.dead_depth)),
+      el('td', { class: 'num', 'data-stat': 'completed' }, fmt(s.completed)),
       el('td', { class: 'num' }, fmt(q.rates.in)),
       el('td', { class: 'num' }, fmt(q.rates.done)),
       el('td', { class: 'num' }, fmt(q.rates.fail)),
@@ -606,7 +605,7 @@ function queuePage(main, name, tab, offset) {
       return;
     }
     if (!(q.shards > 1) || !q.shard_stats) { shards.replaceChildren(); return; }
-    const cols = ['ready', 'delayed', 'active', 'dead_depth', 'completed', 'failed'];
+    const cols = ['ready', 'delayed', 'waiting', 'active', 'dead_depth', 'completed', 'failed'];
     shards.replaceChildren(el('h3', {}, `${q.shards} shards`),
       el('table', { class: 'shardtable', id: 'shard-table' },
         el('thead', {}, el('tr', {}, ['shard', 'name', 'master', ...cols.map(k => k.replace('_depth', '')), '']
@@ -1165,8 +1164,11 @@ async function findById() {
 // it runs), cancelled (DELETE). sid: a search to follow (#/q/Q/search/ID).
 function searchPage(main, name, sid) {
   const text = el('input', { id: 'search-text', name: 'text', placeholder: 'text in the payloads', autocomplete: 'off', required: true });
-  const boxes = STATES.map(s => el('label', { class: 'stbox' },
-    el('input', { type: 'checkbox', name: 'state', value: s, checked: true }), ' ', s));
+  // a box per state the server searches (search.c), waiting (for their
+  // dependencies) after delayed as in rjq top; all ticked, as its default
+  const boxes = ['ready', 'delayed', 'waiting', 'active', 'dead', 'cancelled', 'completed'].map(s =>
+    el('label', { class: 'stbox', 'data-state': s },
+      el('input', { type: 'checkbox', name: 'state', value: s, checked: true }), ' ', s));
   const field = el('input', { id: 'search-field', name: 'field', placeholder: 'JSON field (indexed)', autocomplete: 'off',
     pattern: '[A-Za-z0-9_.\\-]{1,64}', title: 'look the text up as this field\'s value in the queue\'s index (rjq index)' });
   const count = el('input', { id: 'search-count', type: 'number', min: 1, max: 1000, value: 100,

@@ -478,7 +478,8 @@ static void add_step_done(add_ctx *a, int status) {
     if (status != RJQ_OK && a->status == RJQ_OK) a->status = status;
     if (--a->pending > 0) return;
     rjq_client *c = rjq_queue_get_client(a->q);
-    if (a->cb) a->cb(c, a->status, a->status == RJQ_OK ? &a->out : NULL, 1, a->data);
+    /* (rjq_enqueue_cb: n == 0 with an error) */
+    if (a->cb) a->cb(c, a->status, a->status == RJQ_OK ? &a->out : NULL, a->status == RJQ_OK, a->data);
     rjq__queue_release(a->q);
     add_free(a);
 }

@@ -1141,7 +1141,6 @@ end
 -- (DEPS.register_ids); the client carries only the steps
 -- to other queues.
 local DEPS = {}
-local DEPS_ONE_LIST = true -- (EXPERIMENT)
 DEPS.MARKS = {completed = 'c', dead = 'd', cancelled = 'x', missing = 'm'}
 
 -- Queue format 3 (docs/scripts.md "Queue format 3"): deps_add.lua writes
@@ -1614,7 +1613,12 @@ end
 -- deleted; ent[j] is set false (the loop then sees no dependents: code 1).
 -- The completed mark is its only dependency's, so its policy plays no part
 -- and its list is not written (DEPS.release's "all completed" case: its
--- 'w' line reads as 'c' once it left waiting). Anything else (several
+-- 'w' line reads as 'c' once it left waiting). A dependent of format 3's
+-- layout (DEPS.one: the dependency in its waiting state, no list) is
+-- released alike from its state alone (no list read), and its list, as
+-- format 2's deps_add writes it, is written then (one HSET of all such:
+-- what rjq_job_dependencies reads once it left waiting, the state that
+-- held the dependency replaced). Anything else (several
 -- lines, another queue, an older list head, a held job, a state not
 -- waiting, a dependent named twice) is left in ent for DEPS.finished, as
 -- before; so is everything when a key the release writes holds a wrong
@@ -1719,7 +1723,7 @@ function DEPS.release_ones(J, Q, gone, ent)
   end
   if nids == 0 then return 0 end
   call_all('HSET', J.s, st, 2)
-  if nlw > 0 and DEPS_ONE_LIST then call_all('HSET', Q.deps, lw, 2) end
+  if nlw > 0 then call_all('HSET', Q.deps, lw, 2) end
   call_all('ZREM', Q.waiting, ids)
   if nrp > 0 then
     -- (as push_ready: the doorbell when the queue had nothing ready)

@@ -355,7 +355,7 @@ int rjq__queue_resume_one(rjq_queue *q, rjq_count_cb *cb, void *data) {
     return set_paused(q, 0, cb, data);
 }
 
-/* ---- the queue's data format (qformat.lua, docs/scripts.md "Queue format 2", "3") */
+/* ---- the queue's data format (qformat.lua, docs/scripts.md "Queue format 2") -- */
 
 int rjq__queue_format_one(rjq_queue *q, int format, rjq_count_cb *cb, void *data) {
     int rc = usable(q, 1);
@@ -363,7 +363,7 @@ int rjq__queue_format_one(rjq_queue *q, int format, rjq_count_cb *cb, void *data
     rjq__argv a;
     rjq__argv_init(&a);
     rjq__argv_script_keys(&a, q, RJQ__S_QFORMAT);
-    rjq__argv_str(&a, format == 3 ? "3" : format == 2 ? "2" : "1");
+    rjq__argv_str(&a, format == 2 ? "2" : "1");
     return send_admin(q, RJQ__S_QFORMAT, on_count, (admin_cb){.count = cb}, data, &a);
 }
 

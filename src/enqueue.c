@@ -967,12 +967,9 @@ static void on_learnt(rjq_client *c, int status, redisReply *r, void *priv) {
     } else if (status == RJQ_OK) {
         r = NULL;
     }
-    /* (format 2 only when the field says exactly that, or 3, which is 2
-     * and more for the lean enqueue; anything else: 1) */
+    /* (format 2 only when the field says exactly that; anything else: 1) */
     if (status == RJQ_OK && f)
-        p->format = f->type == REDIS_REPLY_STRING && f->len == 1 && (f->str[0] == '2' || f->str[0] == '3')
-                        ? 2
-                        : 1;
+        p->format = f->type == REDIS_REPLY_STRING && f->len == 1 && f->str[0] == '2' ? 2 : 1;
     else if (status != RJQ_ECANCELED)
         p->format = 1; /* (not known: format 1 until the next read) */
     if (status == RJQ_OK && r && r->type == REDIS_REPLY_NIL) {

@@ -1888,7 +1888,7 @@ static int send_format(rjq_queue *sub, const void *arg, rjq_count_cb *cb, void *
 }
 
 int rjq_queue_set_format(rjq_queue *q, int format, rjq_count_cb *cb, void *data) {
-    if (format < 1 || format > 3) return RJQ_EINVAL;
+    if (format != 1 && format != 2) return RJQ_EINVAL;
     if (gated(q)) {
         held *h = held_new_id(H_FORMAT, (any_fn *)cb, data, NULL);
         if (h == NULL) return RJQ_ENOMEM;

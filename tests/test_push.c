@@ -1123,7 +1123,7 @@ TEST(queue_format_goes_back_to_1_only_while_no_job_is_active) {
     long long n = -1;
     ASSERT_OK(set_format(e.env.base, e.env.q, 2, &n));
     ASSERT_EQ(0, n); /* already */
-    ASSERT_EQ(RJQ_EINVAL, rjq_queue_set_format(e.env.q, 4, on_count, NULL));
+    ASSERT_EQ(RJQ_EINVAL, rjq_queue_set_format(e.env.q, 3, on_count, NULL));
     ASSERT_EQ(RJQ_EINVAL, rjq_queue_set_format(e.env.q, 0, on_count, NULL));
     ASSERT_OK(rjq_enqueue_await(e.env.q, "x", 1, NULL, NULL, count_outcome, &outcomes, NULL));
     ASSERT(loop_until_count(e.env.base, &e.h.handled, 2, 5000));

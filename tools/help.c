@@ -211,13 +211,11 @@ static const cmdhelp cmds[] = {
      "\n"
      "  --create       act on a queue that has nothing in Redis yet (else an error)\n",
      "rjq resume orders"},
-    {"queue-format", "queue-format QUEUE 1|2|3 [--create]",
+    {"queue-format", "queue-format QUEUE 1|2 [--create]",
      "Set the queue's data format (README \"Operations\"). Format 2 keeps an awaited job's\n"
-     "reply channel in its state: fewer Redis commands per awaited job. Format 3 is 2 and\n"
-     "keeps a job of one dependency's dependency in its waiting state (no list written).\n"
-     "Set 2 (3) only once every process using the queue runs a build of rjq that reads\n"
-     "it; going back to 1 is refused while jobs are active, below 3 while waiting jobs\n"
-     "of format 3's layout exist.\n"
+     "reply channel in its state: fewer Redis commands per awaited job. Set 2 only once\n"
+     "every process using the queue runs a build of rjq that has this command (older\n"
+     "ones do not read format 2); going back to 1 is refused while jobs are active.\n"
      "\n"
      "  --create       act on a queue that has nothing in Redis yet (else an error)\n",
      "rjq queue-format orders 2"},

@@ -2065,15 +2065,13 @@ static int cmd_pause(cli *t, int argc, char **argv) {
                                                            : rjq_queue_resume(t->q, on_paused, t));
 }
 
-/* queue-format QUEUE 1|2|3 (rjq_queue_set_format) */
+/* queue-format QUEUE 1|2 (rjq_queue_set_format) */
 static void on_format(rjq_client *c, int status, long long n, void *data) {
     cli *t = data;
     (void)c;
     if (!reply_ok_why(t, status,
                       status == RJQ_ESTATE ? "the queue has active jobs (their states may hold "
-                                             "format 2's reply channels; going back to 1) or waiting "
-                                             "jobs of format 3's layout (leaving 3): stop its "
-                                             "workers, or let those jobs leave waiting, first"
+                                             "format 2's reply channels): stop its workers first"
                                            : NULL))
         return;
     if (t->json)
@@ -2088,8 +2086,8 @@ static int cmd_queue_format(cli *t, int argc, char **argv) {
     const optdef defs[] = {{"--create", NULL, &create}, {NULL, NULL, NULL}};
     int rc = parse_args(argc, argv, defs, pos, 2, 2, NULL);
     if (rc) return rc;
-    if (strcmp(pos[1], "1") != 0 && strcmp(pos[1], "2") != 0 && strcmp(pos[1], "3") != 0)
-        return usage_error("format %s: 1, 2 or 3", pos[1]);
+    if (strcmp(pos[1], "1") != 0 && strcmp(pos[1], "2") != 0)
+        return usage_error("format %s: 1 or 2", pos[1]);
     t->format = pos[1][0] - '0';
     if (cli_open(t, pos[0]) || require_queue(t, pos[0], create)) return 1;
     return send_and_wait(t, rjq_queue_set_format(t->q, t->format, on_format, t));

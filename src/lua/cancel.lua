@@ -52,8 +52,7 @@ if state == 'active' then
 elseif state == 'waiting' then
   redis.call('ZREM', waiting, id) -- (waiting for dependencies: deps_add.lua)
   -- held: its 'w' lines stay pending (not read as completed: deps_read.lua)
-  -- (format 3: a list in the state, DEPS.one, is written to the column)
-  local list = DEPS.list(redis.call('HMGET', J.dp, id)[1], v[2])
+  local list = redis.call('HMGET', J.dp, id)[1]
   local head, rest = string.match(list or '', '^(%a+ %d+ %-?%d+)(\n.*)$')
   if head then redis.call('HSET', J.dp, id, head .. ' h' .. rest) end
 else

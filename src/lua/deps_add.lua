@@ -8,12 +8,8 @@
 -- dependencies' queues (deps_watch.lua, a call per dependency's queue),
 -- but a dependency of this queue is registered here (DEPS.register_ids,
 -- lib.lua: its finishing script then releases the job in its own call).
--- Queue format 3 (meta's field format '3', qformat.lua): a job of one
--- dependency gets no list; its waiting state holds the head and the
--- dependency instead (DEPS.one, lib.lua), so neither this call nor its
--- release touches the deps column for it.
 -- KEYS (src/keys.def; bound to these locals): stats, cols, waiting, deps,
---       dependents, meta
+--       dependents
 -- ARGV: 1 job name prefix (of this queue), then per job: its id ('' =
 --       assign the next number), payload, options
 --       ('' = defaults, else as enqueue.lua takes them), policy ('fail',
@@ -41,10 +37,9 @@ local here = DEPS.queue(J)
 -- its list, the index of its first dependency and their number; no table
 -- per job. The options text and head of the job before are reused when
 -- its options are the same: a client's jobs mostly share them.)
-local jid, jat, jst, jlist, jfirst, jn, jone = {}, {}, {}, {}, {}, {}, {}
+local jid, jat, jst, jlist, jfirst, jn = {}, {}, {}, {}, {}, {}
 local nj, i, mine = 0, 2, false
 local last_opts, last_pol, head, stored = nil, nil, nil, false
-local one_f, one_q -- (see the one-dependency path)
 local delay, prio = 0, 0
 local nargv = #ARGV
 while i <= nargv do
@@ -66,22 +61,12 @@ while i <= nargv do
   end
   if policy ~= last_pol then
     head = policy .. ' ' .. int(delay) .. ' ' .. int(prio)
-    one_f = nil -- (format 3's field text, made when first needed: below)
     last_pol = policy
   end
   local k = i + 5
   local list
   if n == 1 then -- (the one-dependency path: one concatenation)
     list = head .. '\nw ' .. ARGV[k] .. ' ' .. ARGV[k + 1]
-    -- (format 3: the state's field up to the dependency's id, made once per
-    -- run of jobs of one head and one dependency queue; false: that queue's
-    -- name has a brace, which DEPS.one cannot read: no client sends it)
-    if not one_f or ARGV[k] ~= one_q then
-      one_q = ARGV[k]
-      one_f = not string.find(one_q, '}', 1, true) and
-              ' ^' .. string.gsub(head, ' ', ',') .. ',' .. one_q .. '}'
-    end
-    jone[nj + 1] = one_f
     if ARGV[k] == here then mine = true end
   else
     local lines = {head}
@@ -96,8 +81,7 @@ while i <= nargv do
   i = k + 2 * n
 end
 if nj == 0 then return redis.error_reply('ERR rjq deps_add: no dependencies') end
-expect_types({stats, 'hash', J.d, 'hash', J.s, 'hash', J.o, 'hash', waiting, 'zset', deps, 'hash', meta, 'hash'})
-local f3 = redis.call('HGET', meta, 'format') == '3'
+expect_types({stats, 'hash', J.d, 'hash', J.s, 'hash', J.o, 'hash', waiting, 'zset', deps, 'hash'})
 if mine then expect_types({dependents, 'hash'}) end -- (no watchers mark for those: DEPS.register)
 int_fields(stats, 'seq', 'skipped')
 -- which caller ids exist (one HMGET); numbered ids from one HINCRBY
@@ -114,7 +98,7 @@ local stamp = int(now_ms())
 local waiting_v = state_value('waiting', '0', nil, stamp .. ',,')
 local seq = fresh > 0 and redis.call('HINCRBY', stats, 'seq', fresh) - fresh or 0
 local d, s, o, dp, w, out = {}, {}, {}, {}, {}, {}
-local nd, no, nout, ndp = 0, 0, 0, 0
+local nd, no, nout = 0, 0, 0
 -- registrations with jobs of this queue (registered below, after the
 -- writes): rid the dependency's id, rat its dependent's place in out
 -- (whose existed is 2 until one of them is found finished; its id is
@@ -129,17 +113,9 @@ for m = 1, nj do
     if id == '' then id = int(seq) end
     have[id] = true -- (a caller's id twice in one call: written once)
     d[nd + 1] = id; d[nd + 2] = ARGV[jat[m]]
+    s[nd + 1] = id; s[nd + 2] = waiting_v
+    dp[nd + 1] = id; dp[nd + 2] = jlist[m]
     w[nd + 1] = stamp; w[nd + 2] = id
-    s[nd + 1] = id
-    -- (format 3: the dependency in the state, no list; a queue name with a
-    -- brace or an empty id, which no client sends, keeps its list)
-    local one = f3 and jone[m]
-    if one and ARGV[jfirst[m] + 1] ~= '' then
-      s[nd + 2] = waiting_v .. one .. ARGV[jfirst[m] + 1]
-    else
-      s[nd + 2] = waiting_v
-      dp[ndp + 1] = id; dp[ndp + 2] = jlist[m]; ndp = ndp + 2
-    end
     nd = nd + 2
     if jst[m] then o[no + 1] = id; o[no + 2] = jst[m]; no = no + 2 end
     out[nout + 1] = id; out[nout + 2] = 0; nout = nout + 2
@@ -159,7 +135,7 @@ if nd > 0 then
   call_all('HSET', J.d, d, 2)
   call_all('HSET', J.s, s, 2)
   if no > 0 then call_all('HSET', J.o, o, 2) end
-  if ndp > 0 then call_all('HSET', deps, dp, 2) end
+  call_all('HSET', deps, dp, 2)
   call_all('ZADD', waiting, w, 2)
 end
 -- The registrations with jobs of this queue (DEPS.register_ids,

@@ -13,9 +13,7 @@
 -- The list as its marks read: a job out of the waiting state whose list
 -- has a head with its priority and without " h" was released when its
 -- last dependency completed, which writes no marks (DEPS.release in
--- lib.lua): its 'w' lines are given as 'c'. A waiting job of format 3's
--- layout (one dependency, in its state: DEPS.one in lib.lua) has no list
--- in the column: its list is made from its state.
+-- lib.lua): its 'w' lines are given as 'c'.
 -- Returns { list or false, dependents or false, then per id: state ('missing' when there is no
 -- such job), result (completed: '' when it returned nothing; else false),
 -- error (the last failure's text, or false) }.
@@ -23,9 +21,6 @@ local J = columns(cols)
 local out = {false, false}
 if ARGV[1] ~= '' then
   local list = redis.call('HMGET', deps, ARGV[1])[1]
-  -- (format 3: a waiting job of one dependency has it in its state,
-  -- DEPS.one in lib.lua; out of waiting, its list is in the column)
-  if not list then list = DEPS.list(nil, redis.call('HMGET', J.s, ARGV[1])[1]) or false end
   if list and string.find(list, '\nw ', 1, true) and string.find(list, '^%a+ %d+ %-?%d+\n') then
     local s = redis.call('HMGET', J.s, ARGV[1])[1]
     if s and state_of(s) ~= 'waiting' then list = string.gsub(list, '\nw ', '\nc ') end

@@ -25,7 +25,6 @@ local lists = redis.call('HMGET', deps, unpack(ids))
 local states = redis.call('HMGET', J.s, unpack(ids))
 for i, id in ipairs(ids) do
   local state, _, _, tm = state_of(states[i])
-  lists[i] = DEPS.list(lists[i], states[i]) -- (format 3: one dependency, in the state)
   if state ~= 'waiting' or not lists[i] then
     redis.call('ZREM', waiting, id) -- (not waiting: left behind)
   else

@@ -69,7 +69,7 @@ if wid and ch ~= '' and ARGV[5] == '2' and not string.find(ch, ' ', 1, true) the
   else
     local f = redis.pcall('HGET', meta, 'format')
     if type(f) == 'table' and f.err then lean_refuse(f, meta, 'hash') end
-    inst = f == '2' or f == '3' -- (format 3 is format 2 and more: qformat.lua)
+    inst = f == '2'
   end
 end
 local now, stamp = now_text() -- (stamp: the text, made once from TIME's reply)

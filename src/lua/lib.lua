@@ -355,9 +355,7 @@ local function state_text(v)
   local t, tm, ch = string.match(rest, '^(%S*) ?@(%S*) ?(%S*)$')
   if not t then t = rest end
   if t == '' then t = nil end
-  -- (a waiting job's last field is no channel: queue format 3 keeps a
-  -- one-dependency job's dependency there, DEPS.one)
-  if ch == '' or ch and s == 'waiting' then ch = nil end
+  if ch == '' then ch = nil end
   return s, a, t, tm, ch
 end
 
@@ -1143,42 +1141,6 @@ end
 local DEPS = {}
 DEPS.MARKS = {completed = 'c', dead = 'd', cancelled = 'x', missing = 'm'}
 
--- Queue format 3 (docs/scripts.md "Queue format 3"): deps_add.lua writes
--- a job of one dependency with no list in the deps column; its waiting
--- state holds what the list's head and line would:
--- "waiting <attempts> @<times> ^<policy>,<delay>,<priority>,<queue>}<id>"
--- (a queue name has no brace: validate.c; the id is the rest). Every
--- reader of a waiting job's list takes it from there when the column has
--- none (DEPS.list); a script that takes the job out of waiting other than
--- by its release on completion writes the list then (its marks, or " h"
--- held: DEPS.release, cancel.lua), so a job out of waiting has its list
--- in the column as before. Returns the state's text before the field
--- (" <attempts> @<times>", what its next state keeps), the policy, delay,
--- priority (numbers), the dependency's queue and id; nil for any other
--- value.
-function DEPS.one(sv)
-  local rest, pol, d, p, q, id = string.match(sv or '', '^waiting( %d+ @%S*) %^(%a+),(%d+),(%-?%d+),([^}]*)}(%S+)$')
-  if not rest then return nil end
-  return rest, pol, tonumber(d), tonumber(p), q, id
-end
-
--- The field DEPS.one reads, for deps_add.lua: policy, delay and priority
--- (as text), the dependency's queue and id.
-function DEPS.one_field(pol, delay, prio, q, id)
-  return ' ^' .. pol .. ',' .. delay .. ',' .. prio .. ',' .. q .. '}' .. id
-end
-
--- A job's dependencies list as the deps column would hold it: list (the
--- column's value, false/nil when none) or, without one, the list a
--- format-3 waiting state sv stands for (DEPS.one: "<policy> <delay>
--- <priority>\nw <queue> <id>"); nil when neither.
-function DEPS.list(list, sv)
-  if list then return list end
-  local rest, pol, d, p, q, id = DEPS.one(sv)
-  if not rest then return nil end
-  return pol .. ' ' .. int(d) .. ' ' .. int(p) .. '\nw ' .. q .. ' ' .. id
-end
-
 -- Count dependencies of waiting jobs of J's queue as finished: rel = { the
 -- waiting job's id, the dependency's queue, its id, its outcome ('completed',
 -- 'dead', 'cancelled' or 'missing'), ... }, from index `from` (default 1).
@@ -1211,15 +1173,6 @@ function DEPS.release(J, Q, rel, from)
     if not K[id] then nu = nu + 1; uniq[nu] = id; K[id] = nu end
   end
   local S, L = hmget(J.s, uniq), hmget(deps, uniq)
-  -- (format 3: a job of one dependency with no list has it in its state,
-  -- DEPS.one; T[k]: its list is written when it leaves waiting)
-  local T = {}
-  for k = 1, nu do
-    if not L[k] and S[k] then
-      local l = DEPS.list(nil, S[k])
-      if l then L[k] = l; T[k] = true end
-    end
-  end
   -- (a list's head "<policy> <delay> <priority>" as deps_add.lua writes
   -- it, read once: H[k] the policy, D[k] the delay, A[k] where its first
   -- line starts (cleared when the list is rewritten), P[k] the priority)
@@ -1327,8 +1280,6 @@ function DEPS.release(J, Q, rel, from)
           return buried(k, id, head .. '\n' .. line, sv, dq, did, outcome)
         end
         L[k] = head .. '\n' .. line; A[k] = nil
-        if not is_dirty[k] then is_dirty[k] = true; dirty[#dirty + 1] = k end
-      elseif T[k] then -- (format 3: its list, as it stands, read as completed once out of waiting)
         if not is_dirty[k] then is_dirty[k] = true; dirty[#dirty + 1] = k end
       elseif not P[k] then
         L[k] = string.sub(list, 1, at - 1) .. 'c' .. string.sub(went, 2); A[k] = nil
@@ -1613,12 +1564,7 @@ end
 -- deleted; ent[j] is set false (the loop then sees no dependents: code 1).
 -- The completed mark is its only dependency's, so its policy plays no part
 -- and its list is not written (DEPS.release's "all completed" case: its
--- 'w' line reads as 'c' once it left waiting). A dependent of format 3's
--- layout (DEPS.one: the dependency in its waiting state, no list) is
--- released alike from its state alone (no list read), and its list, as
--- format 2's deps_add writes it, is written then (one HSET of all such:
--- what rjq_job_dependencies reads once it left waiting, the state that
--- held the dependency replaced). Anything else (several
+-- 'w' line reads as 'c' once it left waiting). Anything else (several
 -- lines, another queue, an older list head, a held job, a state not
 -- waiting, a dependent named twice) is left in ent for DEPS.finished, as
 -- before; so is everything when a key the release writes holds a wrong
@@ -1638,61 +1584,26 @@ function DEPS.release_ones(J, Q, gone, ent)
     end
   end
   if nc == 0 or not DEPS.writable(J, Q) then return 0 end
-  local S = hmget(J.s, cd)
-  -- (format 3: a state that holds the dependency, DEPS.one, needs no list:
-  -- the lists are read for the others only; F[c] its list's head, written
-  -- when it is released, as DEPS.release writes it)
-  local L, F, old, nold = {}, {}, {}, 0
-  local last_pre, last_head -- (the jobs of one deps_add call share the state up to the id)
-  for c = 1, nc do
-    local sv = S[c]
-    local one = sv and find(sv, ' ^', 1, true)
-    if one then
-      local g = gone[cj[c]]
-      local cut = #sv - #g -- (the state's text up to the dependency's id)
-      if last_pre and cut == #last_pre and find(sv, last_pre, 1, true) == 1 and find(sv, g, cut + 1, true) == cut + 1 then
-        F[c] = last_head
-      else
-        local rest, pol, d, p, q, dep = DEPS.one(sv)
-        if rest and q == here and dep == gone[cj[c]] then
-          last_pre = sub(sv, 1, cut)
-          last_head = {rest, d, p, pol .. ' ' .. int(d) .. ' ' .. int(p) .. '\nw ' .. hp}
-          F[c] = last_head
-        end
-      end
-    end
-    if not one then nold = nold + 1; old[nold] = c end
-  end
-  if nold > 0 then
-    local oids = {}
-    for j = 1, nold do oids[j] = cd[old[j]] end
-    local lv = hmget(Q.deps, oids)
-    for j = 1, nold do L[old[j]] = lv[j] end
-  end
-  local st, ids, rpush, dl, seen, lw = {}, {}, {}, {}, {}, {}
-  local nst, nids, nrp, nlw = 0, 0, 0, 0
+  local S, L = hmget(J.s, cd), hmget(Q.deps, cd)
+  local st, ids, rpush, dl, seen = {}, {}, {}, {}, {}
+  local nst, nids, nrp = 0, 0, 0
   local last_sv, last_rest, last_hl, last_delay, last_p, last_r, last_ready
   local now
   for c = 1, nc do
-    local did, sv, l, f = cd[c], S[c], L[c], F[c]
+    local did, sv, l = cd[c], S[c], L[c]
     local rest
-    if f then
-      rest = f[1]
-    elseif sv and sv == last_sv then
+    if sv and sv == last_sv then
       rest = last_rest
     elseif sv and find(sv, '^waiting %d+ @%S*$') then
       rest = sub(sv, 8)
       last_sv, last_rest = sv, rest
     end
-    local at = not f and rest and l and find(l, '\n', 1, true)
-    if (f or at) and not seen[did] then
-      local went = not f and 'w ' .. hp .. gone[cj[c]]
-      if f or #l - at == #went and find(l, went, at + 1, true) == at + 1 then
+    local at = rest and l and find(l, '\n', 1, true)
+    if at and not seen[did] then
+      local went = 'w ' .. hp .. gone[cj[c]]
+      if #l - at == #went and find(l, went, at + 1, true) == at + 1 then
         local delay, p
-        if f then
-          delay, p = f[2], f[3]
-          nlw = nlw + 1; lw[nlw] = did; nlw = nlw + 1; lw[nlw] = f[4] .. gone[cj[c]]
-        elseif last_hl and at == #last_hl and find(l, last_hl, 1, true) == 1 then
+        if last_hl and at == #last_hl and find(l, last_hl, 1, true) == 1 then
           delay, p = last_delay, last_p
         else
           local d, q = string.match(l, '^%a+ (%d+) (%-?%d+)\n')
@@ -1723,7 +1634,6 @@ function DEPS.release_ones(J, Q, gone, ent)
   end
   if nids == 0 then return 0 end
   call_all('HSET', J.s, st, 2)
-  if nlw > 0 then call_all('HSET', Q.deps, lw, 2) end
   call_all('ZREM', Q.waiting, ids)
   if nrp > 0 then
     -- (as push_ready: the doorbell when the queue had nothing ready)

@@ -12,50 +12,22 @@
 -- Going back to 1 also strips the " 2" mark of every registration in
 -- idle (lib.lua registration(): a marked one tells the lean enqueue the
 -- queue is format 2 without reading meta).
--- Format 3 (docs/scripts.md "Queue format 3") is format 2 and more:
--- deps_add.lua then writes a job of one dependency with its dependency in
--- its waiting state and no list in the deps column (DEPS.one, lib.lua),
--- which only a build that knows format 3 reads. Going below 3 is refused
--- while a waiting job of that layout exists (their states are read, the
--- waiting set in pages of 500); cancel them, or let them be released,
--- first.
--- KEYS (src/keys.def; bound to these locals): meta, active, idle,
---       waiting, cols
--- ARGV: 1 the format, '1', '2' or '3'
+-- KEYS (src/keys.def; bound to these locals): meta, active, idle
+-- ARGV: 1 the format, '1' or '2'
 -- Returns 1 when the format changed, 0 when it already was so, -2 when
--- going back to 1 was refused (jobs are active) or going below 3 was
--- (waiting jobs of format 3's layout).
+-- going back to 1 was refused (jobs are active).
 local want = ARGV[1]
-if want ~= '1' and want ~= '2' and want ~= '3' then
-  return redis.error_reply('ERR rjq: format must be 1, 2 or 3')
-end
-local J = columns(cols)
-expect_types({meta, 'hash', active, 'zset', idle, 'hash', waiting, 'zset', J.s, 'hash'})
+if want ~= '1' and want ~= '2' then return redis.error_reply('ERR rjq: format must be 1 or 2') end
+expect_types({meta, 'hash', active, 'zset', idle, 'hash'})
 local cur = redis.call('HGET', meta, 'format') or '1'
 if cur == want then return 0 end
-if want == '3' or want == '2' and cur ~= '3' then
-  redis.call('HSET', meta, 'format', want)
-  return 1
-end
-if want == '1' then
-  local n = redis.call('ZCARD', active)
-  if redis.call('ZSCORE', active, ACTIVE_PIN) then n = n - 1 end
-  if n > 0 then return -2 end
-end
-if cur == '3' then
-  local total = redis.call('ZCARD', waiting)
-  for at = 0, total - 1, 500 do
-    local ids = redis.call('ZRANGE', waiting, at, at + 499)
-    if #ids == 0 then break end
-    for _, sv in ipairs(redis.call('HMGET', J.s, unpack(ids))) do
-      if sv and DEPS.one(sv) then return -2 end
-    end
-  end
-end
 if want == '2' then
   redis.call('HSET', meta, 'format', '2')
   return 1
 end
+local n = redis.call('ZCARD', active)
+if redis.call('ZSCORE', active, ACTIVE_PIN) then n = n - 1 end
+if n > 0 then return -2 end
 redis.call('HDEL', meta, 'format')
 local all = redis.call('HGETALL', idle)
 for i = 1, #all, 2 do

@@ -71,7 +71,8 @@
 #
 # Usage: bench/callgrind_await_floor.sh [tier ...]   (default: a b c; "bee" for bee-queue)
 # Environment: N (2000), WARM (50), PREFILL (1000), SIZES ("18 1024 16384"), CG_PORT (17581),
-#              OUT (mktemp), PEERS (the bee-queue rows; none without it)
+#              OUT (mktemp), PEERS (the bee-queue rows; none without it),
+#              AFLOOR_FILES_ONLY (1: write the stand-ins to OUT and stop)
 set -euo pipefail
 N=${N:-2000}
 WARM=${WARM:-50}
@@ -293,7 +294,7 @@ EOF
 cat > "$OUT/drive.py" << 'EOF'
 # drive.py port pid tier bytes warm n out prefill: awaited jobs one at a time over
 # four connections; prints "<window s>" and writes commandstats to out.cs0/.cs1
-import subprocess, sys, time
+import os, subprocess, sys, time
 port, pid, tier, size, warm, n, out, prefill = (int(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4]),
                                                int(sys.argv[5]), int(sys.argv[6]), sys.argv[7], int(sys.argv[8]))
 from cg_resp import Conn
@@ -353,12 +354,28 @@ def job():
 for _ in range(warm): job()
 def stats(f):
     with open(f, 'wb') as o: o.write(P.call('INFO', 'commandstats'))
+# pid "native" (bench/native_await_floor.sh): a server not under callgrind,
+# its CPU seconds (INFO cpu used_cpu_user + used_cpu_sys) written to
+# out.cpu around the window, the jobs paced at RATE a second (0: back to
+# back) as the latency cases' producers are
+native = pid == 'native'
+rate = float(os.environ.get('RATE', '0')) if native else 0
+def cpu():
+    f = dict(l.split(':', 1) for l in P.call('INFO', 'cpu').decode().split('\r\n') if ':' in l)
+    return float(f['used_cpu_user']) + float(f['used_cpu_sys'])
 stats(out + '.cs0')
-subprocess.run(['callgrind_control', '-z', pid], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+if native: c0 = cpu()
+else: subprocess.run(['callgrind_control', '-z', pid], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
 t0 = time.time()
-for _ in range(n): job()
+for i in range(n):
+    if rate > 0:
+        d = t0 + i / rate - time.time()
+        if d > 0: time.sleep(d)
+    job()
 t1 = time.time()
-subprocess.run(['callgrind_control', '--dump=' + out.rsplit('/', 1)[1], pid], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+if native:
+    with open(out + '.cpu', 'w') as o: o.write('%.6f %.6f\n' % (cpu() - c0, t1 - t0))
+else: subprocess.run(['callgrind_control', '--dump=' + out.rsplit('/', 1)[1], pid], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
 t2 = time.time()
 stats(out + '.cs1')
 with open(out + '.enc', 'w') as o:
@@ -366,6 +383,11 @@ with open(out + '.enc', 'w') as o:
         o.write('%s %s %s\n' % (k, P.call('TYPE', k).decode(), P.call('OBJECT', 'ENCODING', k)))
 print('%.3f' % (t2 - t0))
 EOF
+
+# AFLOOR_FILES_ONLY=1: write the stand-ins ($OUT/afloor.lua, $OUT/drive.py)
+# and stop: bench/native_await_floor.sh runs them on a server not under
+# callgrind
+[ "${AFLOOR_FILES_ONLY:-0}" != 1 ] || exit 0
 
 if redis-cli -p "$CG_PORT" ping > /dev/null 2>&1; then
   echo "callgrind_await_floor.sh: a server already answers on port $CG_PORT (CG_PORT): not ours" >&2

@@ -12,8 +12,9 @@
  * Redis breakdown of the timed phase on stderr) VERBOSE (1: info on stderr);
  * diagnostics only: RETENTION_MS, COMPLETED_MAX (queue options; unset or 0
  * keeps the library defaults, which is what the comparison uses).
- * QUEUE_FORMAT (awaited-seq: 2 sets the queue's format 2 first,
- * rjq_queue_set_format; bench/callgrind.sh's rjq2-* cases).
+ * QUEUE_FORMAT (latency, awaited-seq: 2 sets the queue's format 2 first,
+ * rjq_queue_set_format; bench/callgrind.sh's rjq2-* cases,
+ * bench/native_await_floor.sh's rjq2 rows).
  *
  * The last stdout line is the JSON result. Each case measures only its own
  * phase from inside the measured process: Redis INFO snapshots (a separate
@@ -1006,6 +1007,23 @@ static int stop_serve_worker(pid_t pid, int stop_fd) {
     return wait_child(pid);
 }
 
+static void on_format_set(rjq_client *c, int status, long long n, void *data) {
+    (void)c, (void)n;
+    if (status != RJQ_OK) die("rjq_queue_set_format: %s", rjq_strerror(status));
+    *(volatile int *)data = 1;
+}
+
+/* QUEUE_FORMAT=2 (latency, awaited-seq): the queue's format 2 set first,
+ * before the warm-up (its first enqueue learns the format) */
+static void set_queue_format(void) {
+    if (getenv("QUEUE_FORMAT") && atoi(getenv("QUEUE_FORMAT")) == 2) {
+        static volatile int set;
+        set = 0;
+        if (rjq_queue_set_format(queue, 2, on_format_set, (void *)&set) != RJQ_OK || !loop_until(&set, 10))
+            die("could not set the queue's format 2");
+    }
+}
+
 static int case_latency(void) {
     char name[96];
     snprintf(name, sizeof name, "latency(%ld/s,c=%ld)", C.rate, C.conc);
@@ -1015,6 +1033,7 @@ static int case_latency(void) {
 
     loop_init(1);
     client_open();
+    set_queue_format();
     /* warm-up: subscribe the reply channel, run a few jobs end to end */
     if (C.warm > 0) {
         warm_wait ww = {C.warm, 0};
@@ -1132,12 +1151,6 @@ static void seq_send(long i) {
     }
 }
 
-static void on_format_set(rjq_client *c, int status, long long n, void *data) {
-    (void)c, (void)n;
-    if (status != RJQ_OK) die("rjq_queue_set_format: %s", rjq_strerror(status));
-    *(volatile int *)data = 1;
-}
-
 static int case_awaited_seq(void) {
     char name[96];
     snprintf(name, sizeof name, "awaited-seq(c=%ld)", C.conc);
@@ -1152,12 +1165,7 @@ static int case_awaited_seq(void) {
     L.ts = calloc((size_t)(C.n > C.warm ? C.n : C.warm) + 1, sizeof *L.ts);
     L.lat = calloc((size_t)(C.n > C.warm ? C.n : C.warm) + 1, sizeof *L.lat);
     if (L.ts == NULL || L.lat == NULL) die("out of memory");
-    if (getenv("QUEUE_FORMAT") && atoi(getenv("QUEUE_FORMAT")) == 2) {
-        /* (before the warm-up: its first enqueue learns the format) */
-        static volatile int set;
-        if (rjq_queue_set_format(queue, 2, on_format_set, (void *)&set) != RJQ_OK || !loop_until(&set, 10))
-            die("could not set the queue's format 2");
-    }
+    set_queue_format();
     if (C.warm > 0) { /* one at a time too: the reply channel subscribed */
         seq_send(0);
         if (!loop_until(&L.all_done, 30) || L.errors) die("warm-up jobs did not complete");

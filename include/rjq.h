@@ -1929,6 +1929,14 @@ typedef struct rjq_group_info {
     long rate;           /* its rate limit in effect: starts ... (0: none) */
     long rate_window_ms; /* ... per this many ms (0: none) */
     long max_waiting;    /* its bound on ready jobs in effect (0: none) */
+    long long started;   /* the jobs it started since it was last listed
+                            (by claims and pushes: a counter, set back to 0
+                            when the group leaves the listing, with nothing
+                            ready or running; a reader of two listings takes
+                            a decrease as a restart from 0). Starts by
+                            clients older than this field are not counted
+                            (README "Groups"). Its starts/s: two readings'
+                            difference over their interval (`rjq top`) */
 } rjq_group_info;
 
 /* total: the groups with ready or active jobs (one group asked for: 1,

@@ -478,7 +478,7 @@ static void add_step_done(add_ctx *a, int status) {
     if (status != RJQ_OK && a->status == RJQ_OK) a->status = status;
     if (--a->pending > 0) return;
     rjq_client *c = rjq_queue_get_client(a->q);
-    /* (rjq_enqueue_cb: n == 0 with an error) */
+    /* (rjq.h: an error has n == 0; it had n == 1 with jobs NULL) */
     if (a->cb) a->cb(c, a->status, a->status == RJQ_OK ? &a->out : NULL, a->status == RJQ_OK, a->data);
     rjq__queue_release(a->q);
     add_free(a);

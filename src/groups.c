@@ -141,7 +141,7 @@ static void on_list(rjq_client *c, int status, redisReply *r, void *priv) {
     size_t n = 0;
     long long total = 0;
     /* gstats.lua: { total, then PER per group } */
-    enum { PER = 9 };
+    enum { PER = 10 };
     if (status == RJQ_OK) {
         int ok = r->type == REDIS_REPLY_ARRAY && r->elements >= 1 && (r->elements - 1) % PER == 0 &&
                  (long long)(r->elements - 1) / PER <= x->count && int_in(r->element[0], 0, RJQ__TIME_MAX);
@@ -151,7 +151,8 @@ static void on_list(rjq_client *c, int status, redisReply *r, void *priv) {
                  !memchr(e[0]->str, '\0', e[0]->len) && int_in(e[1], 0, RJQ__TIME_MAX) &&
                  int_in(e[2], 0, RJQ__TIME_MAX) && int_in(e[3], -1, 2147483647) &&
                  int_in(e[4], 1, 2147483647) && int_in(e[5], 0, 1) && int_in(e[6], 0, 2147483647) &&
-                 int_in(e[7], 0, 2147483647) && int_in(e[8], 0, 2147483647);
+                 int_in(e[7], 0, 2147483647) && int_in(e[8], 0, 2147483647) &&
+                 int_in(e[9], 0, INT64_MAX);
         }
         if (!ok) {
             rjq__errmsg(c, "groups: unexpected reply");
@@ -177,6 +178,7 @@ static void on_list(rjq_client *c, int status, redisReply *r, void *priv) {
             list[k].rate = (long)e[6]->integer;
             list[k].rate_window_ms = (long)e[7]->integer;
             list[k].max_waiting = (long)e[8]->integer;
+            list[k].started = e[9]->integer;
         }
     }
     rjq_queue *q = x->q;

@@ -98,6 +98,9 @@ void wait_replica_synced(redisContext *rc);
 /* Jobs in the active set of queue q (key prefix "t"), without the member
  * that keeps the set a skiplist (ACTIVE_PIN in src/lua/lib.lua). */
 long long server_active_jobs(redisContext *rc, const char *q);
+/* The field that keeps a queue's dependents hash a hash table
+ * (DEPENDENTS_PIN in src/lua/lib.lua), for HEXISTS/HLEN checks. */
+#define SERVER_DEPENDENTS_PIN "rjq: keeps the dependents hash a table (a field longer than hash-max-listpack-value)"
 /* Members of queue q's held index (its pin member excluded). */
 long long server_held_members(redisContext *rc, const char *q);
 /* The cancel script called directly on job id of queue q (key prefix "t"),

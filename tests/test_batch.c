@@ -19,6 +19,7 @@
 #include "failalloc.h"
 #include "fixture.h"
 #include "harness.h"
+#include "proxy.h"
 #include "rjq_scripts.h"
 #include "server.h"
 #include "waits.h"
@@ -284,6 +285,48 @@ TEST(a_dead_member_makes_the_batch_dead_and_skips_on_success) {
     worker_stop_wait(e.base, w);
     worker_stop_wait(e.base, wd);
     env_stop(&e);
+}
+
+/* README "Batches", Status: a member whose record was deleted counts as
+ * dead. The member's enqueue ran (its reply held back by the proxy), then
+ * its record is removed outside rjq before its registration: the
+ * registration finds no job ('missing'), the add counts it dead, and the
+ * sealed batch ends dead: on_complete with rjq.batch.dead=1, no
+ * on_success. */
+TEST(a_member_whose_record_was_deleted_before_its_registration_counts_as_dead) {
+    test_env e;
+    proxy p;
+    env_start_proxied(&e, &p, "bz", NULL);
+    rjq_queue *qm;
+    ASSERT_OK(rjq_queue_open(e.c, "bz-m", NULL, &qm));
+    (void)get_info(e.base, qm, "none"); /* (its queue known: nothing left to ask before the enqueue) */
+    ASSERT_OK(create_batch(e.base, e.q, "gone", 1, 1).status);
+    proxy_hold(&p, 1);
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+    o.id = "m";
+    o.delay_ms = 3600000;
+    added a = {0};
+    ASSERT_OK(rjq_batch_enqueue(e.q, "gone", qm, "m", 1, &o, on_added, &a));
+    WAIT_FOR(e.base, server_int(e.rc, "HEXISTS t:{bz-m}:payload m") == 1, 10000);
+    const char *cols[] = {"payload", "state", "options", "watchers"};
+    for (size_t k = 0; k < sizeof cols / sizeof cols[0]; k++)
+        freeReplyObject(server_cmd(e.rc, "HDEL t:{bz-m}:%s m", cols[k]));
+    freeReplyObject(server_cmd(e.rc, "ZREM t:{bz-m}:delayed m"));
+    proxy_hold(&p, 0);
+    ASSERT(loop_until_count(e.base, &a.calls, 1, 10000));
+    ASSERT_OK(a.status);
+    ASSERT_EQ(1, seal(e.base, e.q, "gone"));
+    WAIT_FOR(e.base, batch_state_is(e.base, e.q, "gone", "dead"), 10000);
+    batch_got g = get_batch(e.base, e.q, "gone");
+    ASSERT_EQ(1, g.total);
+    ASSERT_EQ(1, g.dead);
+    ASSERT_EQ(0, g.completed);
+    ASSERT_EQ(0, g.cancelled);
+    char h[512];
+    headers_of(e.rc, "bz", "batch:gone:complete", h, sizeof h);
+    ASSERT(strstr(h, "rjq.batch.dead=1") != NULL);
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{bz}:payload batch:gone:success"));
+    env_stop_proxied(&e, &p);
 }
 
 /* The script's own idempotence: an add or release sent again counts

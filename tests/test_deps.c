@@ -5,13 +5,17 @@
  * the policies for a dependency that ended dead or cancelled; a release
  * sent again is counted once; bad input is refused with nothing written.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "cluster.h"
 #include "fixture.h"
 #include "harness.h"
+#include "proxy.h"
 #include "rjq_scripts.h"
 #include "server.h"
 #include "waits.h"
@@ -581,6 +585,81 @@ static void completed_before_its_release(test_env *e, const char *q, rjq_queue *
     freeReplyObject(r);
 }
 
+/* Registration is race-free (README "Dependencies and batches", step 2):
+ * the dependency completes between the dependent's deps_add (ran, its
+ * reply held back by the proxy) and its registration (deps_watch, sent
+ * only once that reply came). The completion finds no dependent to tell;
+ * the registration finds the job completed and answers it, and the
+ * enqueuing client counts it at once: the dependent is released, once,
+ * with no sweep (no worker runs anywhere here). */
+TEST(dependency_completed_between_the_dependents_write_and_its_registration_counts_at_once) {
+    test_env e;
+    proxy p;
+    env_start_proxied(&e, &p, "rr", NULL);
+    rjq_queue *q2 = open_queue(&e, "rr2");
+    (void)get_info(e.base, q2, "none"); /* (its queue known: nothing left to ask before the enqueue) */
+    plant_active(e.rc, "rr", "a");
+    proxy_hold(&p, 1);
+    rjq_dep on_a = {"rr", "a"};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+    o.id = "p";
+    o.after = &on_a;
+    o.n_after = 1;
+    enqueue_wait ew;
+    memset(&ew, 0, sizeof ew);
+    ASSERT_OK(rjq_enqueue(q2, "p", 1, &o, on_enqueue_wait, &ew));
+    /* deps_add ran (its reply held): p waits, registered nowhere */
+    WAIT_FOR(e.base, server_int(e.rc, "ZCARD t:{rr2}:waiting") == 1, 10000);
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{rr}:dependents"));
+    /* a completes now: nobody to tell */
+    redisReply *r = complete_planted(e.rc, "rr", "a", "-1", "0");
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 1 && r->element[0]->integer == 1);
+    freeReplyObject(r);
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{rr2}:waiting"));
+    ASSERT_EQ(0, server_int(e.rc, "LLEN t:{rr2}:ready"));
+    proxy_hold(&p, 0);
+    ASSERT(loop_until(e.base, &ew.done, 10000));
+    ASSERT_OK(ew.status);
+    /* the enqueue's callback came after the release */
+    ASSERT_STREQ("ready", get_info(e.base, q2, "p").state);
+    ASSERT_EQ(1, server_int(e.rc, "LLEN t:{rr2}:ready"));
+    ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{rr2}:waiting"));
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{rr}:dependents t:{rr}:depsfin"));
+    deps_lines rd = dependencies_of(e.base, q2, "p");
+    ASSERT_OK(rd.status);
+    ASSERT_EQ(1, (long)rd.n);
+    ASSERT_STREQ("rr:a completed completed", rd.line[0]);
+    env_stop_proxied(&e, &p);
+}
+
+/* A same-queue dependent's enqueue on a wrongly typed dependents hash
+ * (written behind rjq's back) is refused naming it, with nothing written:
+ * no job, no pin anywhere (DEPS.register_ids writes the pin with the
+ * entries, after deps_add's type checks); its callback gets the error with
+ * no job (n 0: it was called with n 1 and no jobs array). */
+TEST(same_queue_enqueue_on_a_wrongtype_dependents_hash_writes_nothing_not_even_the_pin) {
+    test_env e;
+    env_start(&e, "dw");
+    plant_active(e.rc, "dw", "a");
+    freeReplyObject(server_cmd(e.rc, "SET t:{dw}:dependents x"));
+    /* (the keys of the queue's slot: t:queues, the client's list of
+     * queues, is written by its first call whatever the call does) */
+    long long keys = server_int(e.rc, "DBSIZE") - server_int(e.rc, "EXISTS t:queues");
+    rjq_dep on_a = {"dw", "a"};
+    enqueue_wait w = enqueue_after(&e, e.q, "b", &on_a, 1, RJQ_AFTER_FAIL);
+    ASSERT_EQ(RJQ_EWRONGTYPE, w.status);
+    ASSERT_EQ(0, (long long)w.n); /* (rjq.h: an error has n == 0; it had 1, jobs NULL) */
+    ASSERT(strstr(rjq_client_get_errmsg(e.c), "t:{dw}:dependents holds a string") != NULL);
+    ASSERT_EQ(keys, server_int(e.rc, "DBSIZE") - server_int(e.rc, "EXISTS t:queues"));
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{dw}:payload b"));
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{dw}:waiting t:{dw}:deps"));
+    redisReply *v = server_cmd(e.rc, "GET t:{dw}:dependents");
+    ASSERT(v->type == REDIS_REPLY_STRING);
+    ASSERT_STREQ("x", v->str);
+    freeReplyObject(v);
+    env_stop(&e);
+}
+
 /* The commands a plain job's completion and failure run are what they
  * were before dependencies (counted on main, 8ad0e37, with the same
  * test): the finishing scripts learn of dependents from the watchers
@@ -787,8 +866,10 @@ TEST(same_queue_release_with_a_wrongly_typed_key_is_left_whole_to_the_client) {
 
 /* (same_queue_release_costs_a_fixed_number_of_commands: 30 before its
  * released job's list rewrite and options read were cut when its last
- * dependency completed, deps15) */
-#define SAME_QUEUE_RELEASE_COMMANDS 28
+ * dependency completed, deps15; 28 then; 30 since dl39: the HLEN after the
+ * entry's HDEL and the pin's HDEL, the dependents hash going with its last
+ * entry, lib.lua DEPS.forget) */
+#define SAME_QUEUE_RELEASE_COMMANDS 30
 
 /* The commands a completion runs to release one dependent of its queue,
  * over a plain completion's (COMPLETION_COMMANDS): fixed, and instead of
@@ -1033,7 +1114,7 @@ TEST(one_dependent_of_the_queue_is_released_in_the_completions_call_once_with_it
     ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{so}:dependents a"));
     ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{so}:dependents k"));
     ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{so}:dependents m"));
-    ASSERT_EQ(1, server_int(e.rc, "HLEN t:{so}:dependents"));      /* x's (d) */
+    ASSERT_EQ(2, server_int(e.rc, "HLEN t:{so}:dependents"));      /* x's (d), and the pin */
     ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{so}:depsfin"));
     assert_completes_each(e.rc, "so", three, 3);
     ASSERT_EQ(1, server_int(e.rc, "LLEN t:{so}:ready"));
@@ -1118,9 +1199,89 @@ TEST(registrations_of_the_same_queue_in_deps_adds_loop_record_each_dependent_onc
         freeReplyObject(b);
         ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{rg}:dependents done"));
         ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{rg}:dependents gone"));
-        ASSERT_EQ(2, server_int(e.rc, "HLEN t:{rg}:dependents"));
+        /* a, b, and the pin: written once into this hash an older client
+         * made (none there), with the first entries written */
+        ASSERT_EQ(3, server_int(e.rc, "HLEN t:{rg}:dependents"));
+        ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{rg}:dependents %s", SERVER_DEPENDENTS_PIN));
         ASSERT_EQ(7, server_int(e.rc, "ZCARD t:{rg}:waiting"));
     }
+    env_stop(&e);
+}
+
+/* The dependents hash is pinned a hash table (lib.lua DEPENDENTS_PIN: a
+ * field longer than hash-max-listpack-value, so Redis never keeps it a
+ * listpack that every lookup walks): the pin is written once, with the
+ * hash's first entry, and no reader counts it (the dependents read gives
+ * exactly the jobs registered); the hash goes with its last entry, so a
+ * queue whose dependents were all released has no dependents key and its
+ * completions' EXISTS probe takes the plain path again (the commands of a
+ * plain completion as before any dependent). */
+TEST(dependents_hash_is_pinned_once_and_goes_with_its_last_entry) {
+    test_env e;
+    env_start(&e, "pn");
+    plant_active(e.rc, "pn", "a");
+    plant_active(e.rc, "pn", "k");
+    plant_active(e.rc, "pn", "z1");
+    plant_active(e.rc, "pn", "z2");
+    const char *z1[] = {"z1"}, *z2[] = {"z2"};
+    long long before = server_commands_run(e.rc);
+    assert_completes_each(e.rc, "pn", z1, 1);
+    long long plain = server_commands_run(e.rc) - before;
+    rjq_dep on_a = {"pn", "a"}, on_k = {"pn", "k"};
+    ASSERT_OK(enqueue_after(&e, e.q, "b", &on_a, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_EQ(2, server_int(e.rc, "HLEN t:{pn}:dependents")); /* a's entry, the pin */
+    ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{pn}:dependents %s", SERVER_DEPENDENTS_PIN));
+    redisReply *enc = server_cmd(e.rc, "OBJECT ENCODING t:{pn}:dependents");
+    ASSERT(enc->type == REDIS_REPLY_STRING || enc->type == REDIS_REPLY_STATUS);
+    ASSERT_STREQ("hashtable", enc->str);
+    freeReplyObject(enc);
+    ASSERT_OK(enqueue_after(&e, e.q, "c", &on_a, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_OK(enqueue_after(&e, e.q, "d", &on_k, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_EQ(3, server_int(e.rc, "HLEN t:{pn}:dependents")); /* a, k, the pin once */
+    dents_list da = dependents_of(e.base, e.q, "a");
+    ASSERT_OK(da.status);
+    ASSERT_EQ(2, (long long)da.n);
+    ASSERT_STREQ("pn b,pn c", da.list);
+    const char *one_a[] = {"a"}, *one_k[] = {"k"};
+    assert_completes_each(e.rc, "pn", one_a, 1);
+    ASSERT_STREQ("ready", get_info(e.base, e.q, "b").state);
+    ASSERT_STREQ("ready", get_info(e.base, e.q, "c").state);
+    ASSERT_EQ(2, server_int(e.rc, "HLEN t:{pn}:dependents")); /* k's, the pin */
+    assert_completes_each(e.rc, "pn", one_k, 1);
+    ASSERT_STREQ("ready", get_info(e.base, e.q, "d").state);
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{pn}:dependents"));
+    before = server_commands_run(e.rc);
+    assert_completes_each(e.rc, "pn", z2, 1);
+    ASSERT_EQ(plain, server_commands_run(e.rc) - before);
+    env_stop(&e);
+}
+
+/* Mixed versions: a client before the pin removes a queue's last entry
+ * with a plain HDEL, which leaves the hash with the pin alone (planted
+ * here as it would be left). Nothing misreads it: a plain completion still
+ * completes (its probe takes the dependents path and finds no entry); a
+ * new registration keeps the one pin; the next removal by this version
+ * deletes the hash. */
+TEST(pin_left_alone_by_an_older_clients_removal_misleads_nothing_and_goes_with_the_next_removal) {
+    test_env e;
+    env_start(&e, "pl");
+    plant_active(e.rc, "pl", "z");
+    plant_active(e.rc, "pl", "k");
+    freeReplyObject(server_cmd(e.rc, "HSET t:{pl}:dependents %s %s", SERVER_DEPENDENTS_PIN, ""));
+    const char *z[] = {"z"}, *k[] = {"k"};
+    assert_completes_each(e.rc, "pl", z, 1);
+    ASSERT_STREQ("completed", get_info(e.base, e.q, "z").state);
+    ASSERT_EQ(1, server_int(e.rc, "EXISTS t:{pl}:dependents")); /* (no removal: kept) */
+    rjq_dep on_k = {"pl", "k"};
+    ASSERT_OK(enqueue_after(&e, e.q, "c", &on_k, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_EQ(2, server_int(e.rc, "HLEN t:{pl}:dependents")); /* k's, the one pin */
+    dents_list dk = dependents_of(e.base, e.q, "k");
+    ASSERT_OK(dk.status);
+    ASSERT_EQ(1, (long long)dk.n);
+    ASSERT_STREQ("pl c", dk.list);
+    assert_completes_each(e.rc, "pl", k, 1);
+    ASSERT_STREQ("ready", get_info(e.base, e.q, "c").state);
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{pl}:dependents"));
     env_stop(&e);
 }
 
@@ -1236,6 +1397,53 @@ TEST(fan_out_to_1000_children_and_in_through_joins_runs_each_once) {
     ASSERT_EQ(1012, r.total);
     worker_stop_wait(e.base, w1);
     worker_stop_wait(e.base, w2);
+    env_stop(&e);
+}
+
+/* The score of job id in queue q's waiting set (-1: none). */
+static long long waiting_score(redisContext *rc, const char *q, const char *id) {
+    redisReply *r = server_cmd(rc, "ZSCORE t:{%s}:waiting %s", q, id);
+    long long v = r->type == REDIS_REPLY_STRING ? atoll(r->str) : -1;
+    freeReplyObject(r);
+    return v;
+}
+
+/* The server's clock in ms (TIME). */
+static long long server_ms(redisContext *rc) {
+    redisReply *r = server_cmd(rc, "TIME");
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 2);
+    long long ms = atoll(r->element[0]->str) * 1000 + atoll(r->element[1]->str) / 1000;
+    freeReplyObject(r);
+    return ms;
+}
+
+/* rjq_stats.waiting counts the waiting jobs and RJQ_STATE_WAITING lists
+ * them, in the order of their enqueue (the waiting set's score: when a
+ * resume is due, the enqueue time at first); a job released leaves both. */
+TEST(waiting_jobs_are_counted_in_stats_and_listed_in_their_enqueue_order) {
+    test_env e;
+    env_start(&e, "wl");
+    rjq_queue *q2 = open_queue(&e, "wl2");
+    enqueue_x_ok(e.base, e.q, "a", 3600000, 0);
+    enqueue_x_ok(e.base, e.q, "z", 3600000, 0);
+    rjq_dep on_a = {"wl", "a"}, on_z = {"wl", "z"};
+    const char *ids[] = {"w3", "w1", "w2"};
+    for (int i = 0; i < 3; i++) {
+        ASSERT_OK(enqueue_after(&e, q2, ids[i], i == 2 ? &on_z : &on_a, 1, RJQ_AFTER_RUN).status);
+        /* (the next one enqueued a millisecond later at least: no tie) */
+        long long at = waiting_score(e.rc, "wl2", ids[i]);
+        WAIT_FOR(e.base, server_ms(e.rc) > at, 5000);
+    }
+    rjq_stats st = get_stats(e.base, q2);
+    ASSERT_EQ(3, st.waiting);
+    ASSERT_EQ(0, st.ready + st.delayed + st.active);
+    ASSERT_STREQ("w3,w1,w2", list_ids(e.base, q2, RJQ_STATE_WAITING, 0, 10));
+    int done = 0;
+    ASSERT_OK(rjq_queue_cancel(e.q, "a", on_cancel_wait, &done));
+    ASSERT(loop_until(e.base, &done, 5000));
+    WAIT_FOR(e.base, get_stats(e.base, q2).waiting == 1, 10000);
+    ASSERT_STREQ("w2", list_ids(e.base, q2, RJQ_STATE_WAITING, 0, 10));
+    ASSERT_EQ(2, get_stats(e.base, q2).ready); /* (policy run) */
     env_stop(&e);
 }
 
@@ -1506,6 +1714,101 @@ TEST(chain_across_three_cluster_masters_runs_in_order_and_reads_outcomes) {
     cluster_stop(&cl);
 }
 
+/* A worker process SIGKILLed between its job's completion and the release
+ * of that job's dependent on another master (the issue's "worker
+ * SIGKILLed between a child's completion and the parent's release"): the
+ * completion's reply came (its callback ran), the release it carried was
+ * never sent. The dependencies' sweep of the child's queue (a worker of
+ * another process there) releases the parent, once: one ready entry on
+ * the parent's master, its list counting the child completed. */
+static void on_completed_die(rjq_client *c, int status, void *data) {
+    (void)c, (void)status, (void)data;
+    raise(SIGKILL);
+}
+
+static void complete_and_die(rjq_job *job, void *data) {
+    (void)data;
+    rjq_job_complete(job, "r", 1, on_completed_die, NULL);
+}
+
+static void run_dying_worker(const char *url, const char *queue) {
+    struct event_base *base = event_base_new();
+    rjq_client_options o = client_options(url);
+    rjq_client *c = client_new(base, &o);
+    rjq_queue *q;
+    ASSERT_OK(rjq_queue_open(c, queue, NULL, &q));
+    rjq_worker_options wo = quiet_worker_options(1);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(q, &wo, complete_and_die, NULL, &w));
+    event_base_dispatch(base); /* until it kills itself */
+    _exit(3);
+}
+
+TEST(worker_killed_between_a_childs_completion_and_its_parents_release_on_another_master_is_replaced_by_the_sweep_once) {
+    test_cluster cl;
+    cluster_start(&cl, 0);
+    char nk[16], np[16];
+    cluster_name_on(&cl, 0, "k", nk, sizeof nk); /* the child's queue */
+    cluster_name_on(&cl, 1, "p", np, sizeof np); /* the parent's, on another master */
+    {
+        /* the child and its parent, by a client gone before the fork */
+        struct event_base *base = event_base_new();
+        rjq_client_options o = client_options(cl.url);
+        rjq_client *c = client_new(base, &o);
+        rjq_queue *qk, *qp;
+        ASSERT_OK(rjq_queue_open(c, nk, NULL, &qk));
+        ASSERT_OK(rjq_queue_open(c, np, NULL, &qp));
+        enqueue_x_ok(base, qk, "child", 0, 0);
+        rjq_dep on_child = {nk, "child"};
+        rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
+        jo.id = "parent";
+        jo.after = &on_child;
+        jo.n_after = 1;
+        ASSERT_OK(enqueue_job(base, qp, "p", &jo).status);
+        ASSERT_STREQ("waiting", get_info(base, qp, "parent").state);
+        rjq_client_free(c);
+        event_base_free(base);
+    }
+    pid_t child = fork_child();
+    if (child == 0) run_dying_worker(cl.url, nk);
+    int status = reap(child, 60000);
+    ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    redisContext *rk = cluster_connect(&cl, 0), *rp = cluster_connect(&cl, 1);
+    redisReply *st = server_cmd(rk, "HGET t:{%s}:state child", nk);
+    ASSERT(st->type == REDIS_REPLY_STRING && strncmp(st->str, "completed", 9) == 0);
+    freeReplyObject(st);
+    ASSERT_EQ(1, server_int(rk, "HEXISTS t:{%s}:dependents child", nk)); /* untold */
+    ASSERT_EQ(1, server_int(rp, "ZCARD t:{%s}:waiting", np));
+    ASSERT_EQ(0, server_int(rp, "LLEN t:{%s}:ready", np));
+    struct event_base *base = event_base_new();
+    rjq_client_options o = client_options(cl.url);
+    rjq_client *c = client_new(base, &o);
+    rjq_queue *qk, *qp;
+    ASSERT_OK(rjq_queue_open(c, nk, NULL, &qk));
+    ASSERT_OK(rjq_queue_open(c, np, NULL, &qp));
+    ASSERT_STREQ("waiting", get_info(base, qp, "parent").state);
+    rjq_worker *w = sweeping_worker(qk);
+    WAIT_FOR(base, server_int(rk, "EXISTS t:{%s}:dependents", nk) == 0, 30000);
+    ASSERT_STREQ("ready", get_info(base, qp, "parent").state);
+    ASSERT_EQ(1, server_int(rp, "LLEN t:{%s}:ready", np)); /* released once */
+    /* more visits of the child's queue release nothing again */
+    long long visits = cluster_node_calls(&cl, 0, "exists");
+    WAIT_FOR(base, cluster_node_calls(&cl, 0, "exists") >= visits + 3, 30000);
+    ASSERT_EQ(1, server_int(rp, "LLEN t:{%s}:ready", np));
+    deps_lines rd = dependencies_of(base, qp, "parent");
+    ASSERT_OK(rd.status);
+    ASSERT_EQ(1, (long)rd.n);
+    char want[64];
+    snprintf(want, sizeof want, "%s:child completed completed", nk);
+    ASSERT_STREQ(want, rd.line[0]);
+    worker_stop_wait(base, w);
+    rjq_client_free(c);
+    event_base_free(base);
+    redisFree(rk);
+    redisFree(rp);
+    cluster_stop(&cl);
+}
+
 /* A server-assigned (all-digit) id names a dependency, and a dependent
  * with one is read (both were refused as invalid job ids: RJQ_EINVAL at
  * the enqueue, 400 on the dashboard's job page of a numbered job). */
@@ -1596,6 +1899,32 @@ TEST(job_deps_read_of_a_job_without_dependencies_takes_one_script_call) {
     ASSERT_EQ(2, server_calls(e.rc, "fcall") - before);
     ASSERT_EQ(RJQ_EJOBID, rjq_queue_get_job_deps(e.q, "a b", on_job_deps_read, &rd));
     ASSERT_EQ(RJQ_EINVAL, rjq_queue_get_job_deps(e.q, "a", NULL, &rd));
+    env_stop(&e);
+}
+
+/* rjq_job_dependencies' and rjq_queue_get_dependencies' read (deps_read.c,
+ * one path): the job's list on its queue, then ONE call per dependency
+ * queue, however many of its dependencies that queue holds (the calls
+ * sent in one pass: a round trip per master). Five dependencies on two
+ * queues (one of them listed twice) take 1 + 2 script calls, not 1 + 5. */
+TEST(dependencies_read_takes_one_call_per_dependency_queue_not_per_dependency) {
+    test_env e;
+    env_start(&e, "dq");
+    rjq_queue *qa = open_queue(&e, "dqa"), *qb = open_queue(&e, "dqb");
+    enqueue_x_ok(e.base, qa, "x1", 3600000, 0);
+    enqueue_x_ok(e.base, qa, "x2", 3600000, 0);
+    enqueue_x_ok(e.base, qb, "y1", 3600000, 0);
+    enqueue_x_ok(e.base, qb, "y2", 3600000, 0);
+    rjq_dep on[5] = {{"dqa", "x1"}, {"dqb", "y1"}, {"dqa", "x2"}, {"dqb", "y2"}, {"dqa", "x1"}};
+    ASSERT_OK(enqueue_after(&e, e.q, "j", on, 5, RJQ_AFTER_FAIL).status);
+    long long before = server_calls(e.rc, "fcall");
+    deps_lines rd = dependencies_of(e.base, e.q, "j");
+    ASSERT_EQ(3, server_calls(e.rc, "fcall") - before);
+    ASSERT_OK(rd.status);
+    ASSERT_EQ(5, (long)rd.n);
+    const char *want[5] = {"dqa:x1 delayed pending", "dqb:y1 delayed pending", "dqa:x2 delayed pending",
+                           "dqb:y2 delayed pending", "dqa:x1 delayed pending"};
+    for (int i = 0; i < 5; i++) ASSERT_STREQ(want[i], rd.line[i]); /* in the order of after */
     env_stop(&e);
 }
 
@@ -2011,6 +2340,47 @@ TEST(purge_or_delete_of_a_dependency_not_yet_released_releases_its_dependents_at
     env_stop(&e);
 }
 
+/* README "Rules for cancel and replay": only a dependent not released yet
+ * (its release still to come from the sweep) counts the replayed job's new
+ * outcome when it finishes again. a dies and its finisher dies before
+ * telling p (the failure script ran, nothing more); a is replayed and
+ * completes: p (policy fail) is released, counting a completed, not
+ * buried by the death nobody told it of. */
+TEST(dependent_not_yet_told_of_its_dependencys_death_counts_the_replayed_jobs_new_outcome) {
+    test_env e;
+    env_start(&e, "ry");
+    rjq_queue *q2 = open_queue(&e, "ry2");
+    plant_active(e.rc, "ry", "a");
+    rjq_dep on_a = {"ry", "a"};
+    ASSERT_OK(enqueue_after(&e, q2, "p", &on_a, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_EQ(5, fail_fcall(e.rc, "ry", "a")); /* (its reply names p: never sent on) */
+    ASSERT_STREQ("ry2 p", strchr(fail_entries, '=') + 1);
+    ASSERT_STREQ("dead", get_info(e.base, e.q, "a").state);
+    ASSERT_STREQ("waiting", get_info(e.base, q2, "p").state);
+    count_wait c = {0};
+    ASSERT_OK(rjq_queue_replay(e.q, "a", 1, on_count, &c));
+    ASSERT(loop_until(e.base, &c.done, 5000));
+    ASSERT_EQ(1, c.n);
+    ASSERT_STREQ("waiting", get_info(e.base, q2, "p").state);
+    ran r = {{0}, 0};
+    rjq_worker_options wo = quiet_worker_options(1);
+    wo.reclaim_ms = 50; /* (its queue's sweep visits too, often) */
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, complete_it, &r, &w));
+    ASSERT(loop_until_count(e.base, &r.n, 1, 10000));
+    WAIT_FOR(e.base, !state_is(&e, q2, "p", "waiting"), 10000);
+    ASSERT_STREQ("ready", get_info(e.base, q2, "p").state);
+    ASSERT_EQ(1, server_int(e.rc, "LLEN t:{ry2}:ready"));
+    deps_lines rd = dependencies_of(e.base, q2, "p");
+    ASSERT_OK(rd.status);
+    ASSERT_EQ(1, (long)rd.n);
+    ASSERT_STREQ("ry:a completed completed", rd.line[0]);
+    WAIT_FOR(e.base, server_int(e.rc, "EXISTS t:{ry}:dependents") == 0, 10000);
+    ASSERT_EQ(1, server_int(e.rc, "LLEN t:{ry2}:ready"));
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
 /* The replay rules with dependents of the dependency's own queue (counted
  * in its failing script): replaying the dead dependency re-blocks nothing
  * (the job its death buried stays dead, the one it released stays ready,
@@ -2051,8 +2421,10 @@ TEST(replay_of_a_dead_dependency_of_its_queue_reblocks_nothing_and_a_buried_depe
  * 48: no watchers mark, so no HDEL of the watchers column, one HEXISTS of
  * the dependents entry instead (notify_finished), and the release reads
  * the priority from the list's head, no HMGET of the options: as read
- * from the scripts, the total measured) */
-#define CANCEL_RELEASE_COMMANDS 48
+ * from the scripts, the total measured; 50 since dl39: the HLEN after the
+ * entry's HDEL and the pin's HDEL, the dependents hash going with its last
+ * entry, lib.lua DEPS.forget) */
+#define CANCEL_RELEASE_COMMANDS 50
 
 /* rjq_queue_cancel of a job whose only dependent waits in its queue: one
  * script call (the cancel counts it), no deps_due, deps_release or
@@ -2260,7 +2632,9 @@ TEST(dependency_with_only_unmarked_dependents_of_its_queue_releases_them_on_ever
  * job whose last dependency completed (its list kept as enqueued: no HSET
  * deps; its priority from the list: no HMGET options); deps_done of one job) */
 #define OTHER_QUEUE_RELEASE_COMMANDS 14
-#define OTHER_QUEUE_DONE_COMMANDS 3
+/* (3 before dl39; then the HLEN after the entry's HDEL and the pin's HDEL:
+ * the dependents hash goes with its last entry, lib.lua DEPS.forget) */
+#define OTHER_QUEUE_DONE_COMMANDS 5
 
 /* deps_done as the client calls it: job id of q, whose dependents entry
  * `entry` was released. */
@@ -2453,7 +2827,7 @@ TEST(deps_done_of_part_of_a_completion_call_keeps_its_member_for_the_rest) {
     freeReplyObject(release_fcall(e.rc, "dp2", "b1", "dp", "a1", "completed"));
     freeReplyObject(done_fcall(e.rc, "dp", "a1", "dp2 b1"));
     ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{dp}:dependents a1"));
-    ASSERT_EQ(2, server_int(e.rc, "HLEN t:{dp}:dependents"));
+    ASSERT_EQ(3, server_int(e.rc, "HLEN t:{dp}:dependents")); /* a2, a3, the pin */
     ASSERT_EQ(0, server_int(e.rc, "ZRANK t:{dp}:depsfinc %s", "a1 a2 a3")); /* kept for a2, a3 */
     ASSERT_STREQ("ready", get_info(e.base, q2, "b1").state);
     ASSERT_STREQ("waiting", get_info(e.base, q2, "b2").state);
@@ -2530,7 +2904,7 @@ TEST(older_sweep_never_sees_a_completion_calls_member_of_several_ids) {
     /* as written: the old sweep reads nothing, drops nothing */
     ASSERT_EQ(0, old_sweep(e.rc, "dv"));
     ASSERT_EQ(0, server_int(e.rc, "ZRANK t:{dv}:depsfinc %s", "a1 a2 a3"));
-    ASSERT_EQ(3, server_int(e.rc, "HLEN t:{dv}:dependents"));
+    ASSERT_EQ(4, server_int(e.rc, "HLEN t:{dv}:dependents")); /* a1-a3, the pin */
     /* one job more, completed alone: one id, in depsfin, which the old
      * sweep reads as before (its entry there: kept) */
     plant_active(e.rc, "dv", "a4");

@@ -1,16 +1,24 @@
 /*
  * Trees in one call (issue 39, rjq.h "Trees in one call"):
  * rjq_enqueue_flow writes the children first, across queues, then the
- * parent with them as its dependencies; a child that fails leaves no
- * parent (created last), and the same call made again resumes.
+ * parent with them as its dependencies; a child that fails, or a producer
+ * killed between its children's writes and its parent's, leaves no parent
+ * (created last), and the same call made again resumes; across the
+ * masters of a cluster too.
  */
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include "cluster.h"
 #include "failalloc.h"
 #include "fixture.h"
 #include "harness.h"
+#include "proxy.h"
 #include "server.h"
 #include "waits.h"
 
@@ -59,9 +67,9 @@ static void on_flow(rjq_client *c, int status, const rjq_enqueued *parent,
     }
 }
 
-/* A parent p on q after children a (on qa, given id) and one numbered
- * child on qb. */
-static flowed run_flow(test_env *e, rjq_queue *qa, rjq_queue *qb, const char *pid) {
+/* A parent (id pid) on q after children a (on qa) and b (on qb), sent:
+ * f is called back. */
+static void send_flow(rjq_queue *q, rjq_queue *qa, rjq_queue *qb, const char *pid, flowed *f) {
     rjq_job_options ka = RJQ_JOB_OPTIONS_INIT, po = RJQ_JOB_OPTIONS_INIT;
     ka.id = "a";
     po.id = pid;
@@ -80,8 +88,13 @@ static flowed run_flow(test_env *e, rjq_queue *qa, rjq_queue *qb, const char *pi
     c2.len = 2;
     c2.opts = &kb;
     const rjq_flow_child *kids[] = {&c1, &c2};
+    ASSERT_OK(rjq_enqueue_flow(q, "parent", 6, &po, kids, 2, on_flow, f));
+}
+
+/* The same, called back: what it said. */
+static flowed run_flow(test_env *e, rjq_queue *qa, rjq_queue *qb, const char *pid) {
     flowed f = {0};
-    ASSERT_OK(rjq_enqueue_flow(e->q, "parent", 6, &po, kids, 2, on_flow, &f));
+    send_flow(e->q, qa, qb, pid, &f);
     ASSERT(loop_until_count(e->base, &f.calls, 1, 10000));
     return f;
 }
@@ -144,6 +157,137 @@ TEST(a_child_that_fails_leaves_no_parent_and_the_same_call_again_resumes) {
     ASSERT_EQ(0, f.kid_existed[1]);
     ASSERT_EQ(0, f.parent_existed);
     ASSERT_STREQ("waiting", get_info(e.base, e.q, "p").state);
+    env_stop(&e);
+}
+
+/* A flow across the three masters of the test cluster (issue 39: trees in
+ * one call "across any queues", dependencies "across masters"): children
+ * on two masters, the parent on the third, written last; the parent runs
+ * once, after both children. */
+TEST(flow_across_three_cluster_masters_runs_its_parent_after_its_children) {
+    test_cluster cl;
+    cluster_start(&cl, 0);
+    struct event_base *base = event_base_new();
+    rjq_client_options o = client_options(cl.url);
+    rjq_client *c = client_new(base, &o);
+    char np[16], na[16], nb[16];
+    cluster_name_on(&cl, 0, "fp", np, sizeof np);
+    cluster_name_on(&cl, 1, "fa", na, sizeof na);
+    cluster_name_on(&cl, 2, "fb", nb, sizeof nb);
+    rjq_queue *qp, *qa, *qb;
+    ASSERT_OK(rjq_queue_open(c, np, NULL, &qp));
+    ASSERT_OK(rjq_queue_open(c, na, NULL, &qa));
+    ASSERT_OK(rjq_queue_open(c, nb, NULL, &qb));
+    flowed f = {0};
+    send_flow(qp, qa, qb, "p", &f);
+    ASSERT(loop_until_count(base, &f.calls, 1, 30000));
+    ASSERT_OK(f.status);
+    ASSERT_STREQ("p", f.parent);
+    ASSERT_STREQ("waiting", get_info(base, qp, "p").state);
+    ran r = {{0}, 0, {0}};
+    rjq_worker_options wo = quiet_worker_options(1);
+    rjq_worker *wa, *wb, *wp;
+    ASSERT_OK(rjq_worker_start(qp, &wo, complete_it, &r, &wp));
+    ASSERT_OK(rjq_worker_start(qa, &wo, complete_it, &r, &wa));
+    ASSERT(loop_until_count(base, &r.n, 1, 30000));
+    ASSERT_STREQ("a", r.order);
+    ASSERT_STREQ("waiting", get_info(base, qp, "p").state); /* b still pending */
+    ASSERT_OK(rjq_worker_start(qb, &wo, complete_it, &r, &wb));
+    ASSERT(loop_until_count(base, &r.n, 3, 30000));
+    ASSERT_STREQ("a,b,p", r.order);
+    WAIT_FOR(base, strcmp(get_info(base, qp, "p").state, "completed") == 0, 30000);
+    ASSERT_EQ(3, r.n);
+    worker_stop_wait(base, wa);
+    worker_stop_wait(base, wb);
+    worker_stop_wait(base, wp);
+    rjq_client_free(c);
+    event_base_free(base);
+    cluster_stop(&cl);
+}
+
+/* A byte to read on fd now (polled, the loop running meanwhile)? */
+static int readable(int fd) {
+    struct pollfd pf = {fd, POLLIN, 0};
+    return poll(&pf, 1, 0) == 1;
+}
+
+/* The crashing producer (a process of its own, through the proxy): its
+ * queues used once each (so nothing more than the flow's enqueues is left
+ * to send), then, told to go, the flow, and the loop until it is killed. */
+static void run_flow_then_be_killed(const char *url, int ready_fd, int go_fd) {
+    struct event_base *base = event_base_new();
+    rjq_client_options o = client_options(url);
+    rjq_client *c = client_new(base, &o);
+    rjq_queue *q, *qa, *qb;
+    ASSERT_OK(rjq_queue_open(c, "fk", NULL, &q));
+    ASSERT_OK(rjq_queue_open(c, "fka", NULL, &qa));
+    ASSERT_OK(rjq_queue_open(c, "fkb", NULL, &qb));
+    enqueue_x_ok(base, q, "warm", 3600000, 0);
+    enqueue_x_ok(base, qa, "warm", 3600000, 0);
+    enqueue_x_ok(base, qb, "warm", 3600000, 0);
+    char b = 1;
+    ASSERT(write(ready_fd, &b, 1) == 1);
+    ASSERT(read(go_fd, &b, 1) == 1);
+    flowed f = {0};
+    send_flow(q, qa, qb, "p", &f);
+    event_base_dispatch(base); /* until it is killed */
+    _exit(3);
+}
+
+/* A producer killed in the middle of a flow (README "Trees in one call":
+ * the parent is created last): its children's enqueues ran in Redis (their
+ * replies held back by the proxy, so the parent's enqueue was never sent)
+ * when it is SIGKILLed. No parent is left waiting on a child, the children
+ * are plain ready jobs, and the same call made again resumes: the children
+ * reported existing, the parent written and run after them. */
+TEST(a_producer_killed_in_the_middle_of_a_flow_leaves_no_parent_and_the_call_again_resumes) {
+    test_env e;
+    env_start(&e, "fk");
+    proxy p;
+    proxy_start(&p, e.base, e.s.port);
+    int ready[2], go[2];
+    ASSERT(pipe(ready) == 0 && pipe(go) == 0);
+    pid_t child = fork_child();
+    if (child == 0) run_flow_then_be_killed(p.url, ready[1], go[0]);
+    WAIT_FOR(e.base, readable(ready[0]), 30000);
+    proxy_hold(&p, 1);
+    char b = 1;
+    ASSERT(write(go[1], &b, 1) == 1);
+    WAIT_FOR(e.base, server_int(e.rc, "HEXISTS t:{fka}:payload a") == 1 &&
+                         server_int(e.rc, "HEXISTS t:{fkb}:payload b") == 1, 30000);
+    ASSERT_EQ(0, kill(child, SIGKILL));
+    int status = reap(child, 30000);
+    ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    proxy_stop(&p);
+    close(ready[0]), close(ready[1]), close(go[0]), close(go[1]);
+    /* no parent, nothing waiting; the children are plain jobs */
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{fk}:payload p"));
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{fk}:deps t:{fk}:waiting"));
+    rjq_queue *qa, *qb;
+    ASSERT_OK(rjq_queue_open(e.c, "fka", NULL, &qa));
+    ASSERT_OK(rjq_queue_open(e.c, "fkb", NULL, &qb));
+    ASSERT_STREQ("ready", get_info(e.base, qa, "a").state);
+    ASSERT_STREQ("ready", get_info(e.base, qb, "b").state);
+    /* the same call again resumes */
+    flowed f = run_flow(&e, qa, qb, "p");
+    ASSERT_OK(f.status);
+    ASSERT_EQ(1, f.kid_existed[0]);
+    ASSERT_EQ(1, f.kid_existed[1]);
+    ASSERT_EQ(0, f.parent_existed);
+    ASSERT_STREQ("waiting", get_info(e.base, e.q, "p").state);
+    ran r = {{0}, 0, {0}};
+    rjq_worker_options wo = quiet_worker_options(1);
+    rjq_worker *wa, *wb, *wp;
+    ASSERT_OK(rjq_worker_start(qa, &wo, complete_it, &r, &wa));
+    ASSERT_OK(rjq_worker_start(qb, &wo, complete_it, &r, &wb));
+    ASSERT(loop_until_count(e.base, &r.n, 2, 10000));
+    ASSERT_OK(rjq_worker_start(e.q, &wo, complete_it, &r, &wp));
+    WAIT_FOR(e.base, strcmp(get_info(e.base, e.q, "p").state, "completed") == 0, 10000);
+    ASSERT_EQ(3, r.n); /* (the "warm" jobs wait an hour) */
+    ASSERT_STREQ("p", strrchr(r.order, ',') + 1);
+    worker_stop_wait(e.base, wa);
+    worker_stop_wait(e.base, wb);
+    worker_stop_wait(e.base, wp);
     env_stop(&e);
 }
 

@@ -10,7 +10,12 @@
  * figures count its group jobs: the ready and delayed listings (by offset
  * and by cursor), its bound (max_waiting), its ready, delayed and active
  * depths around a reclaim. An idle worker of several queues starts a group
- * job it was rung for.
+ * job it was rung for. The issue's promises each asserted (audit40): the
+ * weighted round-robin's exact order, concurrency over 3 worker processes
+ * counted from the server's events, the defaults' bound per group (no
+ * delayed job counted, a reclaimed or retried job never refused), a paused
+ * group pushed nothing, a group at its rate limit woken by a short claim's
+ * time, a pause and resume keeping a group's limits.
  */
 #include <event2/event.h>
 #include <limits.h>
@@ -1085,7 +1090,10 @@ TEST(reclaiming_jobs_of_two_groups_frees_their_slots_once_per_group) {
     WAIT_FOR(e.base, cw.done == 1, 10000);
     ASSERT_EQ(6, cw.n);
     ASSERT_EQ(1, server_calls(e.rc, "srem"));     /* (a's: b has no limit, no slots) */
-    ASSERT_EQ(1, server_int(e.rc, "HLEN t:{gk}:g:act")); /* (its pin alone: none runs) */
+    /* (its pin alone: none runs; the reclaim's release left a and b with
+     * nothing for a moment, unlisted before their jobs came back: their
+     * started counters set back, README "Groups") */
+    ASSERT_EQ(1, server_int(e.rc, "HLEN t:{gk}:g:act"));
     ASSERT_EQ(0, server_calls(e.rc, "hget"));     /* (the states were not read back) */
     ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{gk}:g:a:a t:{gk}:g:a:b"));
     ASSERT_EQ(6, get_stats(e.base, e.q).ready);
@@ -1872,7 +1880,8 @@ static void group_drain_commands(test_env *e, const char *qn, size_t n, long lon
     for (size_t k = 0; k < n; k++) ASSERT_EQ(1, r->element[k]->integer);
     freeReplyObject(r);
     free_completion_args(a, n);
-    ASSERT_EQ(1, server_int(e->rc, "HLEN t:{%s}:g:act", qn)); /* (its pin alone: nothing runs) */
+    /* (its pin and every group's started counter, listed: nothing runs) */
+    ASSERT_EQ(1 + (long long)n, server_int(e->rc, "HLEN t:{%s}:g:act", qn));
     redisReply *enc = server_cmd(e->rc, "OBJECT ENCODING t:{%s}:g:act", qn);
     ASSERT_STREQ("hashtable", enc->str); /* (its pin: no listpack scanned per group) */
     freeReplyObject(enc);
@@ -2171,5 +2180,443 @@ TEST(a_repeated_id_in_one_turn_is_written_once_and_a_batch_of_group_jobs_is_admi
     ASSERT(loop_until(e.base, &w.done, 10000));
     ASSERT_EQ(RJQ_EFULL, w.status);
     ASSERT_EQ(1, server_int(e.rc, "LLEN t:{gu}:g:r:f"));
+    env_stop(&e);
+}
+
+/* ---- the issue's promises, each asserted (audit40) -------------------------------- */
+
+/* The weighted round-robin's exact order: three groups entered in the order
+ * x, y, z with weights 2 (the defaults', set for every group), 1 (its own,
+ * rjq_queue_limit_group) and 3 (its own, rjq_queue_set_group_limits) each
+ * take that many jobs per turn, turn after turn, FIFO within a group after
+ * its higher priority (y's "y-hi", enqueued last); a group that ran out
+ * leaves the turns to the others. The same order one job per claim (a
+ * worker of one slot: a weighted turn lasts across claims) and in one
+ * claim of all 17 (several turns per group's pop). */
+static const char *const WRR_ORDER[] = {"x1", "x2", "y-hi", "z1", "z2", "z3", "x3", "x4", "y1",
+                                        "z4", "z5", "z6", "x5", "y2", "z7", "y3", "y4"};
+#define WRR_JOBS ((int)(sizeof WRR_ORDER / sizeof WRR_ORDER[0]))
+
+static void enqueue_weighted_three(test_env *e) {
+    char p[16];
+    for (int i = 1; i <= 5; i++) {
+        snprintf(p, sizeof p, "x%d", i);
+        ASSERT_OK(enqueue_in(e, e->q, p, "x", 0).status);
+    }
+    for (int i = 1; i <= 4; i++) {
+        snprintf(p, sizeof p, "y%d", i);
+        ASSERT_OK(enqueue_in(e, e->q, p, "y", 0).status);
+    }
+    for (int i = 1; i <= 7; i++) {
+        snprintf(p, sizeof p, "z%d", i);
+        ASSERT_OK(enqueue_in(e, e->q, p, "z", 0).status);
+    }
+    ASSERT_OK(enqueue_in(e, e->q, "y-hi", "y", 5).status);
+}
+
+TEST(weighted_round_robin_starts_three_groups_in_exact_turn_order_per_claim_and_in_one_claim) {
+    test_env e;
+    env_start(&e, "gwr");
+    set_limits(&e, NULL, 0, 2); /* every group: 2 per turn */
+    rjq_group_limits one = RJQ_GROUP_LIMITS_INIT;
+    one.weight = 1;
+    limit_group(&e, "y", &one);
+    set_limits(&e, "z", -1, 3);
+    enqueue_weighted_three(&e);
+    ran r;
+    rjq_worker *w = start_noting(&e, &r, 1);
+    WAIT_FOR(e.base, r.n == WRR_JOBS, 10000);
+    worker_stop_wait(e.base, w);
+    for (int i = 0; i < WRR_JOBS; i++) ASSERT_STREQ(WRR_ORDER[i], r.order[i]);
+    WAIT_FOR(e.base, server_int(e.rc, "EXISTS t:{gwr}:g:job t:{gwr}:g:ring") == 0, 10000);
+    /* again, all in one claim */
+    enqueue_weighted_three(&e);
+    redisReply *c = claim_as_worker(&e, "gwr", "100", "cx.w.1");
+    ASSERT(c->type == REDIS_REPLY_ARRAY);
+    ASSERT_EQ(4 + 5 * WRR_JOBS, (long)c->elements);
+    for (int i = 0; i < WRR_JOBS; i++) ASSERT_STREQ(WRR_ORDER[i], c->element[5 + 5 * i]->str);
+    freeReplyObject(c);
+    env_stop(&e);
+}
+
+/* A child process's worker that holds each job 10 ms (a timer on its own
+ * loop), then completes it. */
+typedef struct child_holder {
+    struct event_base *base;
+} child_holder;
+
+static void child_complete_later(evutil_socket_t fd, short what, void *data) {
+    (void)fd;
+    (void)what;
+    ASSERT_OK(rjq_job_complete(data, "", 0, NULL, NULL));
+}
+
+static void child_hold_a_while(rjq_job *job, void *data) {
+    child_holder *ch = data;
+    struct timeval tv = {0, 10000};
+    ASSERT(event_base_once(ch->base, -1, EV_TIMEOUT, child_complete_later, job, &tv) == 0);
+}
+
+static pid_t spawn_holding_worker(const test_server *s, const char *qname, int concurrency) {
+    pid_t pid = fork_child();
+    if (pid != 0) return pid;
+    static child_holder ch;
+    ch.base = event_base_new();
+    rjq_client *c = client_for(ch.base, s);
+    rjq_worker_options wo = quiet_worker_options(concurrency);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(queue_for(c, qname), &wo, child_hold_a_while, &ch, &w));
+    serve_until_killed(ch.base, 60000);
+}
+
+/* Each group's jobs running by the queue's events in the server's order
+ * (an "active" event published by the claim that started a job, a
+ * "completed" one by the completion that ended it: one script each, so
+ * the count between two events is the server's own at that point). */
+typedef struct group_running {
+    long running[3], most[3], started[3], completed[3], other;
+} group_running;
+
+static void on_group_running(rjq_client *c, const char *ev, const char *id, void *data) {
+    group_running *g = data;
+    (void)c;
+    int k = id[0] == 'a' ? 0 : id[0] == 'b' ? 1 : id[0] == 'c' ? 2 : -1;
+    if (k < 0) return;
+    if (strcmp(ev, "active") == 0) {
+        g->started[k]++;
+        if (++g->running[k] > g->most[k]) g->most[k] = g->running[k];
+    } else if (strcmp(ev, "completed") == 0) {
+        g->completed[k]++;
+        g->running[k]--;
+    } else if (strcmp(ev, "enqueued") != 0) {
+        g->other++; /* (a reclaim, a failure: none here) */
+    }
+}
+
+#define CONC_JOBS 30
+
+/* The issue's measure: per-group concurrency holds across 3 worker
+ * processes (12 slots between them): the most running at once, counted
+ * from the server's own events, never above the limit (a: 2, the
+ * defaults'; b: 3, its own), while c (no limit: RJQ_GROUP_NONE lifts the
+ * defaults') is not held to them. */
+TEST(group_concurrency_holds_across_3_worker_processes_by_the_servers_events) {
+    test_env e;
+    env_start(&e, "gcp");
+    static group_running g;
+    memset(&g, 0, sizeof g);
+    rjq_monitor *m;
+    ASSERT_OK(rjq_queue_monitor(e.q, on_group_running, &g, &m));
+    monitored_poll mp = {&e, "gcp", "t:{gcp}:events"};
+    ASSERT(loop_until_cond(e.base, is_monitored, &mp, 20000)); /* (a missed event never comes) */
+    set_limits(&e, NULL, 2, 0);
+    set_limits(&e, "b", 3, 0);
+    rjq_group_limits none = RJQ_GROUP_LIMITS_INIT;
+    none.concurrency = RJQ_GROUP_NONE;
+    limit_group(&e, "c", &none);
+    char id[16];
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+    o.id = id;
+    for (int i = 0; i < CONC_JOBS; i++)
+        for (int k = 0; k < 3; k++) {
+            char grp[2] = {(char)('a' + k), 0};
+            snprintf(id, sizeof id, "%s%d", grp, i);
+            o.group = grp;
+            ASSERT_OK(enqueue_job(e.base, e.q, "x", &o).status);
+        }
+    pid_t pids[3];
+    for (int k = 0; k < 3; k++) pids[k] = spawn_holding_worker(&e.s, "gcp", 4);
+    WAIT_FOR(e.base, g.completed[0] == CONC_JOBS && g.completed[1] == CONC_JOBS &&
+                         g.completed[2] == CONC_JOBS, 60000);
+    for (int k = 0; k < 3; k++) {
+        kill(pids[k], SIGKILL);
+        reap(pids[k], 5000);
+    }
+    fprintf(stderr, "most running at once over 3 worker processes: a %ld (limit 2), b %ld (limit 3), "
+                    "c %ld (no limit)\n", g.most[0], g.most[1], g.most[2]);
+    for (int k = 0; k < 3; k++) {
+        ASSERT_EQ(CONC_JOBS, g.started[k]); /* (each once: no event missed, none run twice) */
+        ASSERT_EQ(0, g.running[k]);
+    }
+    ASSERT_EQ(0, g.other);
+    ASSERT(g.most[0] >= 1 && g.most[0] <= 2);
+    ASSERT(g.most[1] >= 1 && g.most[1] <= 3);
+    ASSERT(g.most[2] >= 1);
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{gcp}:g:job t:{gcp}:g:a:a t:{gcp}:g:a:b"));
+    ASSERT_OK(rjq_monitor_stop(m));
+    env_stop(&e);
+}
+
+/* A bound on the waiting jobs set once for every group (group NULL) holds
+ * for each group on its own, and a group may lift it (RJQ_GROUP_NONE); the
+ * bound counts ready jobs only (delayed ones are not counted; a delayed
+ * enqueue is admitted by its group's ready jobs then), and a job
+ * coming back to a full group is never refused: one reclaimed (its lease
+ * lost) and one retried after a failure both return to it, past the
+ * bound, nothing lost. */
+TEST(a_default_group_bound_counts_no_delayed_job_and_never_refuses_a_reclaimed_or_retried_one) {
+    test_env e;
+    env_start(&e, "gdb");
+    rjq_group_limits l = RJQ_GROUP_LIMITS_INIT;
+    l.max_waiting = 2;
+    limit_group(&e, NULL, &l);
+    rjq_group_limits none = RJQ_GROUP_LIMITS_INIT;
+    none.max_waiting = RJQ_GROUP_NONE;
+    limit_group(&e, "free", &none);
+    /* c's first job starts (a worker that then hangs), two more fill c */
+    ASSERT_OK(enqueue_id_in(&e, "c1", "c", 0, 0).status);
+    redisReply *r = claim_as_worker(&e, "gdb", "5", "cx.w.1");
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4 + 5);
+    ASSERT_STREQ("c1", r->element[4]->str);
+    freeReplyObject(r);
+    ASSERT_OK(enqueue_id_in(&e, "c2", "c", 0, 0).status);
+    ASSERT_OK(enqueue_id_in(&e, "c3", "c", 0, 0).status);
+    ASSERT_EQ(RJQ_EFULL, enqueue_id_in(&e, "c4", "c", 0, 0).status);
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{gdb}:payload c4"));
+    /* every group has the bound, each its own; its delayed jobs are not
+     * counted (b's two), and a delayed job is admitted by the ready jobs
+     * its group has when it is enqueued (refused once b is full) */
+    ASSERT_OK(enqueue_id_in(&e, "b-later1", "b", 0, 3600000).status);
+    ASSERT_OK(enqueue_id_in(&e, "b-later2", "b", 0, 3600000).status);
+    ASSERT_OK(enqueue_id_in(&e, "b1", "b", 0, 0).status);
+    ASSERT_OK(enqueue_id_in(&e, "b2", "b", 0, 0).status);
+    ASSERT_EQ(RJQ_EFULL, enqueue_id_in(&e, "b3", "b", 0, 0).status);
+    ASSERT_EQ(RJQ_EFULL, enqueue_id_in(&e, "b-later3", "b", 0, 3600000).status);
+    ASSERT_EQ(2, groups_of(&e, "b").bound[0]);
+    ASSERT_EQ(2, groups_of(&e, "b").depth[0]);
+    /* lifted for one group */
+    for (int i = 0; i < 3; i++) ASSERT_OK(enqueue_in(&e, e.q, "x", "free", 0).status);
+    ASSERT_EQ(0, groups_of(&e, "free").bound[0]);
+    /* c1's lease runs out: the sweep returns it to full c, past the bound */
+    freeReplyObject(server_cmd(e.rc, "ZADD t:{gdb}:active 1 c1"));
+    count_wait cw = {0, 0, 0};
+    ASSERT_OK(rjq_queue_reclaim(e.q, on_count, &cw));
+    WAIT_FOR(e.base, cw.done == 1, 10000);
+    ASSERT_EQ(1, cw.n);
+    ASSERT_STREQ("ready", get_info(e.base, e.q, "c1").state);
+    ASSERT_EQ(3, groups_of(&e, "c").depth[0]);
+    ASSERT_STREQ("c1,c2,c3", members(&e, "LRANGE", "t:{gdb}:g:r:c")); /* (c1 at the head) */
+    ASSERT_EQ(RJQ_EFULL, enqueue_id_in(&e, "c4", "c", 0, 0).status);
+
+    /* a's job fails while a is full and paused (its retry then waits in
+     * it): it comes back to a, past the bound */
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+    o.id = "a1";
+    o.group = "a";
+    o.backoff.type = RJQ_BACKOFF_FIXED;
+    o.backoff.base_ms = 1;
+    ASSERT_OK(enqueue_job(e.base, e.q, "x", &o).status);
+    pause_group(&e, "b", 1);
+    pause_group(&e, "c", 1);
+    pause_group(&e, "free", 1);
+    last_held h = {NULL, 0};
+    rjq_worker_options wo = quiet_worker_options(1);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, hold_last_handler, &h, &w));
+    WAIT_FOR(e.base, h.started == 1, 10000);
+    ASSERT_STREQ("a1", rjq_job_get_id(h.job));
+    pause_group(&e, "a", 1);
+    ASSERT_OK(enqueue_id_in(&e, "a2", "a", 0, 0).status);
+    ASSERT_OK(enqueue_id_in(&e, "a3", "a", 0, 0).status);
+    ASSERT_EQ(RJQ_EFULL, enqueue_id_in(&e, "a4", "a", 0, 0).status);
+    long failed = 0;
+    ASSERT_OK(rjq_job_fail(h.job, "boom", 0, -1, on_done_ok, &failed));
+    WAIT_FOR(e.base, failed == 1, 10000);
+    WAIT_FOR(e.base, groups_of(&e, "a").depth[0] == 3, 10000); /* (its backoff over) */
+    ASSERT_STREQ("ready", get_info(e.base, e.q, "a1").state);
+    ASSERT_EQ(1, get_info(e.base, e.q, "a1").attempts);
+    ASSERT_EQ(RJQ_EFULL, enqueue_id_in(&e, "a4", "a", 0, 0).status);
+    ASSERT_EQ(1, h.started); /* (paused: nothing started meanwhile) */
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
+/* Push delivery respects a group's pause: an idle worker gets nothing of a
+ * paused group (its job waits in it, no claim runs), the other groups'
+ * jobs are pushed as before, and the resume's doorbell starts it. */
+TEST(a_paused_group_gets_nothing_pushed_to_an_idle_worker_and_its_resume_starts_it) {
+    test_env e;
+    env_start(&e, "gpp");
+    pause_group(&e, "a", 1);
+    static holding h;
+    rjq_worker *w = idle_holder(&e, "gpp", &h, 0);
+    long long claims = claims_run(e.rc);
+    ASSERT_OK(enqueue_id_in(&e, "a1", "a", 0, 0).status);
+    ASSERT_OK(enqueue_id_in(&e, "b1", "b", 0, 0).status);
+    WAIT_FOR(e.base, h.n == 1, 10000); /* (a1's push, were there one, came first) */
+    ASSERT_STREQ("b1", h.id[0]);
+    ASSERT_EQ(claims, claims_run(e.rc)); /* (b1 pushed: no claim ran) */
+    ASSERT_EQ(2, registered_slots(e.rc, "gpp"));
+    groups_wait l = groups_of(&e, "a");
+    ASSERT_EQ(1, l.depth[0]);
+    ASSERT_EQ(0, l.active[0]);
+    ASSERT_EQ(1, l.paused[0]);
+    ASSERT_EQ(0, server_int(e.rc, "EVAL %s 1 t:{gpp}:g:ring a", /* (out of the ring) */
+                            "return redis.call('ZSCORE', KEYS[1], ARGV[1]) and 1 or 0"));
+    ASSERT_EQ(1, h.n);
+    pause_group(&e, "a", 0);
+    WAIT_FOR(e.base, h.n == 2, 10000);
+    ASSERT_STREQ("a1", h.id[1]);
+    for (int i = 0; i < 2; i++) ASSERT_OK(rjq_job_complete(h.job[i], "", 0, NULL, NULL));
+    WAIT_FOR(e.base, server_int(e.rc, "EXISTS t:{gpp}:g:job t:{gpp}:g:all") == 0, 10000);
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
+/* A group at its rate limit after a claim (not a push: its jobs were there
+ * before the worker) costs no polling: the claim that comes back short
+ * tells the worker when the group's window turns, and the worker (quiet:
+ * it would poll only after 60 s) starts the next job then, a few claims
+ * in all (without that wake its jobs would wait for the poll, past this
+ * test's wait). */
+TEST(a_group_at_its_rate_limit_after_a_claim_starts_again_when_its_window_turns_without_polling) {
+    test_env e;
+    env_start(&e, "gwc");
+    rate_group_a(&e, 700);
+    ASSERT_OK(enqueue_in(&e, e.q, "a1", "a", 0).status);
+    ASSERT_OK(enqueue_in(&e, e.q, "a2", "a", 0).status);
+    ASSERT_OK(enqueue_in(&e, e.q, "a3", "a", 0).status);
+    long long claims = claims_run(e.rc);
+    ran r;
+    rjq_worker *w = start_noting(&e, &r, 3);
+    WAIT_FOR(e.base, r.n == 3, 20000);
+    long long n = claims_run(e.rc) - claims;
+    fprintf(stderr, "  claims for 3 jobs of a group at 1 per 700 ms: %lld\n", n);
+    ASSERT_STREQ("a1", r.order[0]);
+    ASSERT_STREQ("a2", r.order[1]);
+    ASSERT_STREQ("a3", r.order[2]);
+    ASSERT(n <= 10); /* (the first, one per window, the completions': no polling) */
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
+/* A pause and resume keep a group's limits: paused while it waits for its
+ * rate window, its resume does not start its next job before the window
+ * turns (a claim finds nothing); paused at its concurrency limit, the slot
+ * its running job frees starts nothing (a claim finds nothing), and its
+ * resume's doorbell then starts its next job. */
+TEST(a_group_paused_and_resumed_at_its_limit_keeps_its_limit) {
+    test_env e;
+    env_start(&e, "gpl");
+    set_limits(&e, "a", 1, 0);
+    rjq_group_limits l = RJQ_GROUP_LIMITS_INIT;
+    l.rate = 1;
+    l.rate_window_ms = 600000; /* (b: one start in ten minutes) */
+    limit_group(&e, "b", &l);
+    static holding h;
+    rjq_worker *w = idle_holder(&e, "gpl", &h, 0);
+    ASSERT_OK(enqueue_id_in(&e, "b1", "b", 0, 0).status);
+    WAIT_FOR(e.base, h.n == 1, 10000);
+    ASSERT_OK(enqueue_id_in(&e, "b2", "b", 0, 0).status);
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{gpl}:g:rated"));
+    pause_group(&e, "b", 1);
+    pause_group(&e, "b", 0);
+    redisReply *r = claim_as_worker(&e, "gpl", "5", "cz.w.1");
+    ASSERT(r->type == REDIS_REPLY_ARRAY);
+    ASSERT_EQ(4, (long)r->elements); /* (b2 waits for b's window) */
+    freeReplyObject(r);
+    ASSERT_OK(enqueue_id_in(&e, "a1", "a", 0, 0).status);
+    WAIT_FOR(e.base, h.n == 2, 10000);
+    ASSERT_STREQ("a1", h.id[1]);
+    ASSERT_OK(enqueue_id_in(&e, "a2", "a", 0, 0).status);
+    pause_group(&e, "a", 1);
+    long done = 0;
+    ASSERT_OK(rjq_job_complete(h.job[1], "", 0, on_done_ok, &done));
+    WAIT_FOR(e.base, done == 1, 10000);
+    r = claim_as_worker(&e, "gpl", "5", "cz.w.1");
+    ASSERT(r->type == REDIS_REPLY_ARRAY);
+    ASSERT_EQ(4, (long)r->elements); /* (a paused: its free slot starts nothing) */
+    freeReplyObject(r);
+    ASSERT_EQ(2, h.n);
+    ASSERT_EQ(1, groups_of(&e, "a").depth[0]);
+    ASSERT_EQ(1, groups_of(&e, "b").depth[0]);
+    pause_group(&e, "a", 0);
+    WAIT_FOR(e.base, h.n == 3, 10000);
+    ASSERT_STREQ("a2", h.id[2]);
+    ASSERT_EQ(1, groups_of(&e, "b").depth[0]); /* (b2 still waits) */
+    ASSERT_OK(rjq_job_complete(h.job[0], "", 0, NULL, NULL));
+    ASSERT_OK(rjq_job_complete(h.job[2], "", 0, NULL, NULL));
+    WAIT_FOR(e.base, server_int(e.rc, "SCARD t:{gpl}:g:a:a") == 0, 10000);
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
+/* Group g's started counter as g:act holds it (GROUPS.sfield: "<g> s");
+ * -1: no such field. */
+static long long started_field(test_env *e, const char *qn, const char *g) {
+    char f[80];
+    snprintf(f, sizeof f, "%s s", g);
+    redisReply *r = server_cmd(e->rc, "HGET t:{%s}:g:act %s", qn, f);
+    long long v = r->type == REDIS_REPLY_STRING ? atoll(r->str) : r->type == REDIS_REPLY_NIL ? -1 : -2;
+    freeReplyObject(r);
+    return v;
+}
+
+static long long started_listed(test_env *e, const char *g) {
+    groups_wait l = groups_of(e, g);
+    ASSERT_EQ(1, (long)l.n);
+    return l.started[0];
+}
+
+/* A group's started counter (rjq_group_info.started, issue 40's per-group
+ * rates: `rjq top` and the dashboard difference two readings): exact after
+ * starts of several groups in one claim, kept while the group is listed
+ * (its completions do not count it down), set back (its field gone) when
+ * the completion that empties the group unlists it, and counting a push to
+ * an idle worker as a claim's start; kept in g:act beside the running
+ * counts (the claim's one HMGET and one HSET of it: no command more). */
+TEST(a_groups_started_counter_counts_its_claims_and_pushes_and_leaves_with_its_listing) {
+    test_env e;
+    env_start(&e, "gst");
+    const char *jobs[] = {"a0", "a", "a1", "a", "a2", "a", "b0", "b", "b1", "b", "c0", "c"};
+    for (int i = 0; i < 12; i += 2) ASSERT_OK(enqueue_in(&e, e.q, jobs[i], jobs[i + 1], 0).status);
+    redisReply *r = claim_as_worker(&e, "gst", "6", "cs.w.1"); /* (one claim: all six) */
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4 + 5 * 6);
+    ASSERT_EQ(3, started_field(&e, "gst", "a"));
+    ASSERT_EQ(2, started_field(&e, "gst", "b"));
+    ASSERT_EQ(1, started_field(&e, "gst", "c"));
+    ASSERT_EQ(3, started_listed(&e, "a"));
+    ASSERT_EQ(2, started_listed(&e, "b"));
+    ASSERT_EQ(1, started_listed(&e, "c"));
+    groups_wait all = groups_of(&e, NULL); /* (the listing's page carries them too) */
+    ASSERT_EQ(3, (long)all.n);
+    for (size_t i = 0; i < all.n; i++)
+        ASSERT_EQ(all.name[i][0] == 'a' ? 3 : all.name[i][0] == 'b' ? 2 : 1, all.started[i]);
+    /* a keeps a ready job: listed, its counter kept; b and c emptied by the
+     * completion: unlisted, their counters gone */
+    ASSERT_OK(enqueue_in(&e, e.q, "a3", "a", 0).status);
+    complete_claimed(&e, "gst", r, 6);
+    freeReplyObject(r);
+    ASSERT_EQ(3, started_listed(&e, "a"));
+    ASSERT_EQ(0, groups_of(&e, "a").active[0]);
+    ASSERT_EQ(-1, started_field(&e, "gst", "b"));
+    ASSERT_EQ(-1, started_field(&e, "gst", "c"));
+    ASSERT_EQ(0, started_listed(&e, "b")); /* (listed with zeros) */
+    ASSERT_EQ(2, server_int(e.rc, "HLEN t:{gst}:g:act")); /* (the pin and a's counter) */
+    r = claim_as_worker(&e, "gst", "6", "cs.w.2");
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4 + 5 * 1);
+    ASSERT_EQ(4, started_listed(&e, "a"));
+    complete_claimed(&e, "gst", r, 1);
+    freeReplyObject(r);
+    ASSERT_EQ(-1, started_field(&e, "gst", "a")); /* (a unlisted: set back) */
+    ASSERT_EQ(1, server_int(e.rc, "HLEN t:{gst}:g:act"));
+    /* pushed to an idle worker (no claim runs): counted as started */
+    freeReplyObject(server_cmd(e.rc, "DEL t:{gst}:idle")); /* (the short claims' registration) */
+    static holding h;
+    rjq_worker *w = idle_holder(&e, "gst", &h, 0);
+    long long claims = claims_run(e.rc);
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+    o.group = "b";
+    o.id = "b9";
+    ASSERT_OK(enqueue_job(e.base, e.q, "x", &o).status);
+    WAIT_FOR(e.base, h.n == 1, 10000);
+    ASSERT_STREQ("b9", h.id[0]);
+    ASSERT_EQ(claims, claims_run(e.rc)); /* (pushed: no claim ran) */
+    ASSERT_EQ(1, started_listed(&e, "b"));
+    ASSERT_EQ(1, groups_of(&e, "b").active[0]);
+    ASSERT_OK(rjq_job_complete(h.job[0], "", 0, NULL, NULL));
+    WAIT_FOR(e.base, server_int(e.rc, "EXISTS t:{gst}:g:job t:{gst}:g:all") == 0, 10000);
+    ASSERT_EQ(-1, started_field(&e, "gst", "b"));
+    worker_stop_wait(e.base, w);
     env_stop(&e);
 }

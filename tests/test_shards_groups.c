@@ -5,7 +5,8 @@
  * hashes to; its settings and pause go there, the defaults of every group
  * to every shard; the listing is merged over the shards, each group once.
  * On the test cluster (3 shards, one per master, 2 worker clients): a
- * per-group concurrency limit holds, pausing one group stops only it. On a
+ * per-group concurrency limit holds, pausing one group stops only it, the
+ * merged listing carries each group's started counter from its shard. On a
  * standalone server: a caller id that would route to another shard than
  * its group's is refused with nothing written, one that routes there is
  * found by id on the front, and group calls made on a handle still
@@ -60,6 +61,8 @@ typedef struct runs {
     long started, done;
     int run[JOBS];
     int running[GROUPS], most[GROUPS];
+    rjq_job *last[GROUPS]; /* each group's last job, held (running) until let go */
+    long held;
 } runs;
 
 static runs R;
@@ -93,6 +96,11 @@ static void held_handler(rjq_job *job, void *data) {
     r->run[n]++;
     r->started++;
     if (++r->running[g] > r->most[g]) r->most[g] = r->running[g];
+    if (n % PER == PER - 1 && r->last[g] == NULL) { /* (its group stays listed: one running) */
+        r->last[g] = job;
+        r->held++;
+        return;
+    }
     struct timeval tv = {0, HOLD_MS * 1000};
     ASSERT(event_base_once(r->base, -1, EV_TIMEOUT, finish_held, job, &tv) == 0);
 }
@@ -190,6 +198,25 @@ TEST(groups_of_a_sharded_queue_on_3_masters_stay_on_one_shard_with_exact_limits_
         rjq_worker_options wo = quiet_worker_options(10);
         ASSERT_OK(rjq_worker_start(qk, &wo, held_handler, &R, &w[k]));
     }
+    /* every group's last job held running: each listed on its shard with
+     * its started counter (rjq_group_info.started), the merged listing's
+     * counters adding up to the jobs started over the 3 shards */
+    ASSERT(loop_until_count(base, &R.held, GROUPS - 1, 60000));
+    ASSERT(loop_until_count(base, &R.done, JOBS - PER - (GROUPS - 1), 60000));
+    l = groups_of(base, q, NULL, 0, 32);
+    ASSERT_EQ(GROUPS, l.total);
+    long long started = 0;
+    for (size_t i = 0; i < l.n; i++) {
+        int g = -1;
+        ASSERT(sscanf(l.name[i], "t%d", &g) == 1 && g >= 0 && g < GROUPS);
+        ASSERT_EQ(g == PAUSED ? 0 : PER, l.started[i]);
+        ASSERT_EQ(g == PAUSED ? 0 : 1, l.active[i]);
+        started += l.started[i];
+    }
+    ASSERT_EQ(R.started, started);
+    ASSERT_EQ((GROUPS - 1) * PER, started);
+    for (int g = 0; g < GROUPS; g++)
+        if (R.last[g]) ASSERT(event_base_once(base, -1, EV_TIMEOUT, finish_held, R.last[g], NULL) == 0);
     ASSERT(loop_until_count(base, &R.done, JOBS - PER, 60000));
     /* the paused group's jobs wait, every other job ran once */
     one = groups_of(base, q, paused, 0, 1);
@@ -198,6 +225,7 @@ TEST(groups_of_a_sharded_queue_on_3_masters_stay_on_one_shard_with_exact_limits_
     l = groups_of(base, q, NULL, 0, 32);
     ASSERT_EQ(1, l.total);
     ASSERT_STREQ(paused, l.name[0]);
+    ASSERT_EQ(0, l.started[0]);
     int most = 0;
     for (int g = 0; g < GROUPS; g++) {
         for (int k = 0; k < PER; k++) ASSERT_EQ(g == PAUSED ? 0 : 1, R.run[g * PER + k]);
@@ -208,6 +236,9 @@ TEST(groups_of_a_sharded_queue_on_3_masters_stay_on_one_shard_with_exact_limits_
     ASSERT_EQ(LIMIT, most); /* (the limit was reached: it bound something) */
     /* resumed: its jobs run, on its shard */
     set_or_pause(base, q, paused, 1, 0, 0);
+    ASSERT(loop_until_count(base, &R.held, GROUPS, 60000));
+    ASSERT_EQ(PER, groups_of(base, q, paused, 0, 1).started[0]);
+    ASSERT(event_base_once(base, -1, EV_TIMEOUT, finish_held, R.last[PAUSED], NULL) == 0);
     ASSERT(loop_until_count(base, &R.done, JOBS, 60000));
     for (int k = 0; k < PER; k++) ASSERT_EQ(1, R.run[PAUSED * PER + k]);
     ASSERT(R.most[PAUSED] <= LIMIT);

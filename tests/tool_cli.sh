@@ -535,6 +535,10 @@ run stats depb
 expect_line "waiting 1"
 run stats depb --json
 expect_out_re '"waiting":1'
+# waiting_in_metrics: the waiting job in the exposition (README: rjq_jobs{state="waiting"})
+run metrics depb
+expect_ok
+expect_line 'rjq_jobs{queue="depb",state="waiting"} 1'
 run enqueue depb three --after depa
 expect_rc 2
 expect_err_has "--after: dependency 'depa' is not QUEUE:ID"
@@ -1346,6 +1350,32 @@ expect_out "$(printf 'groups 0\nnobody depth 0 active 0')"
 run group sq 'bad name' --concurrency 1
 expect_rc 1
 expect_err_has "1..64 bytes of [A-Za-z0-9_.:@-]"
+# group_weight_rate_bound_on_its_shard: rjq group's --weight, --rate N/MS and --max-waiting
+# go to the group's shard (its pause kept), rjq groups shows them, the bound refuses the
+# enqueue past it (nothing written), --resume alone resumes, no option: the defaults again
+run group sq acme --weight 3 --rate 5/2000 --max-waiting 2
+expect_ok
+run groups sq acme
+expect_ok
+expect_out "$(printf 'groups 1\nacme depth 2 active 0 concurrency 2 weight 3 rate 5/2000 max_waiting 2 paused')"
+run groups sq acme --json
+expect_ok
+expect_out '{"total":1,"groups":[{"name":"acme","depth":2,"active":0,"concurrency":2,"weight":3,"paused":true,"rate":5,"rate_window_ms":2000,"max_waiting":2,"started":0}]}'
+run enqueue sq ga3 --group acme
+expect_rc 1
+expect_err_has "max_waiting 2"
+run groups sq acme
+expect_out "$(printf 'groups 1\nacme depth 2 active 0 concurrency 2 weight 3 rate 5/2000 max_waiting 2 paused')"
+run group sq acme --resume --rate 1
+expect_rc 2
+run group sq acme --resume
+expect_ok
+run groups sq acme
+expect_out "$(printf 'groups 1\nacme depth 2 active 0 concurrency 2 weight 3 rate 5/2000 max_waiting 2')"
+run group sq acme
+expect_ok
+run groups sq acme
+expect_out "$(printf 'groups 1\nacme depth 2 active 0 concurrency 2')"
 check; [ "$(redis-cli -p "$PORT" --scan --pattern 'rjq:{sq~*}:g:r:acme' | wc -l)" -eq 1 ] \
     || fail "group acme's jobs on more than one shard"
 run shards sq 0

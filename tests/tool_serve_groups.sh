@@ -7,7 +7,8 @@
 #     (no other group, nor the queue); refused (403) by --read-only;
 #   - /metrics: rjq_queue_groups{queue} and, for the --metrics-groups K
 #     busiest groups only (a bounded label set), rjq_group_jobs{queue,group,
-#     state} and rjq_group_paused{queue,group}; promtool finds nothing to
+#     state}, rjq_group_started_total{queue,group} (a counter) and
+#     rjq_group_paused{queue,group}; promtool finds nothing to
 #     say; --metrics-groups 0 writes no group series;
 #   - a sharded queue (groups on both shards): listed merged by depth, each
 #     group once (offset + limit above 1000 is 400), a group paused from
@@ -137,6 +138,16 @@ has 'rjq_group_paused{queue="gq",group="g2"} 1'
 has 'rjq_group_paused{queue="gq",group="big"} 0'
 has 'rjq_group_jobs{queue="gw",group="runner",state="ready"} 0'
 has 'rjq_group_jobs{queue="gw",group="runner",state="active"} 1'
+# each group's started counter (rjq_group_info.started): runner started its job
+has 'rjq_group_started_total{queue="gw",group="runner"} 1'
+has 'rjq_group_started_total{queue="gq",group="big"} 0'
+check; [ "$(grep -c '^# TYPE rjq_group_started_total counter' "$DIR/m")" = 1 ] ||
+    fail "family rjq_group_started_total declared once as a counter"
+get "$BASE/v1/queues/gw/groups"
+check; [ "$(json '[(g["name"], g["active"], g["started"]) for g in d["groups"]]')" = "[('runner', 1, 1)]" ] ||
+    fail "runner's started counter in the listing: $BODY"
+check; [ "$("$RJQ" --prefix sg groups gw | tail -1)" = "runner depth 0 active 1 started 1" ] ||
+    fail "rjq groups shows runner's started counter: $("$RJQ" --prefix sg groups gw)"
 check; labels=$(grep -o '^rjq_group_[a-z_]*{queue="gq",group="[^"]*"' "$DIR/m" | sed 's/.*group="//' | sort -u | tr '\n' ' ')
 [ "$labels" = 'big" g1" g2" ' ] || fail "gq's group labels are its 3 busiest: $labels"
 check; grep -q 'queue="plain",group=' "$DIR/m" && fail "a group series for plain"

@@ -3,7 +3,7 @@
 # as tests/tool_top.sh: the picked queue's busiest groups (most ready jobs
 # first, at most 5) with their running jobs and PAUSED, followed as they
 # change; a queue without groups shows no such line; a sharded queue's
-# groups are its shards' merged.
+# groups are its shards' merged; a group starting jobs shows its starts/s.
 #
 # Env: RJQ_BUILD (build dir holding the rjq binary).
 set -u
@@ -19,7 +19,9 @@ command -v tmux >/dev/null || die "tmux not found (scripts/install-deps.sh insta
 . "$(dirname "${BASH_SOURCE[0]}")/../scripts/redis-private.sh"
 DIR=$(mktemp -d "${TMPDIR:-/tmp}/rjq-top-groups.XXXXXX") || die "mktemp failed"
 TMUX_CMD=(tmux -S "$DIR/tmux.sock")
+worker_pid=
 cleanup() {
+    [ -n "$worker_pid" ] && kill -KILL "$worker_pid" 2>/dev/null # (our own worker, by its pid)
     "${TMUX_CMD[@]}" kill-server 2>/dev/null # our private tmux server only
     redis_private_stop
     rm -rf "$DIR"
@@ -71,6 +73,22 @@ wait_screen '^  busiest groups \(7 with jobs\): t6 ready 10' || fail "up: a-tena
 wait_screen '^c-sharded: enqueued 10' || fail "down down picks c-sharded"
 wait_screen '^  busiest groups \(4 with jobs\): s1 ready 4 active 0, s2 ready 3 active 0 PAUSED, s3 ready 2 active 0, s4 ready 1 active 0$' ||
     fail "c-sharded's groups, merged over its shards"
+# d-runs (a queue of its own, the next row): a group whose jobs start shows
+# its starts/s, from two readings of its started counter
+# (rjq_group_info.started), while it starts jobs
+WORKER="$BUILD/rjq-gateway_worker"
+[ -x "$WORKER" ] || die "$WORKER is not built"
+"$RJQ_BIN" group d-runs runs --concurrency 1 >/dev/null || die "rjq group"
+for i in $(seq 40); do "$RJQ_BIN" enqueue d-runs "sleep:100:$i" --group runs >/dev/null || die "enqueue"; done
+"${TMUX_CMD[@]}" send-keys -t top Down
+wait_screen '^d-runs: enqueued 40' || fail "down picks d-runs"
+REDIS_URL=$RJQ_URL "$WORKER" -c 2 d-runs >"$DIR/worker.log" 2>&1 &
+worker_pid=$!
+wait_screen '^  busiest groups \(1 with jobs\): runs ready [0-9]+ active [01] [0-9]+\.[0-9] starts/s$' ||
+    fail "the running group's starts/s"
+kill -TERM "$worker_pid" 2>/dev/null
+wait "$worker_pid" 2>/dev/null
+worker_pid=
 quit_top
 
 echo "tool_top_groups: $FAILURES failed"

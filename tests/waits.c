@@ -137,6 +137,7 @@ void on_groups(rjq_client *c, int status, long long total, const rjq_group_info 
         g->rate[i] = l[i].rate;
         g->window[i] = l[i].rate_window_ms;
         g->bound[i] = l[i].max_waiting;
+        g->started[i] = l[i].started;
     }
 }
 

@@ -107,6 +107,7 @@ typedef struct groups_wait {
     long long depth[GROUPS_WAIT_MAX], active[GROUPS_WAIT_MAX];
     int paused[GROUPS_WAIT_MAX], concurrency[GROUPS_WAIT_MAX];
     long rate[GROUPS_WAIT_MAX], window[GROUPS_WAIT_MAX], bound[GROUPS_WAIT_MAX];
+    long long started[GROUPS_WAIT_MAX];
 } groups_wait;
 
 void on_groups(rjq_client *c, int status, long long total, const rjq_group_info *l, size_t n,

@@ -2172,11 +2172,12 @@ static void on_groups(rjq_client *c, int status, long long total, const rjq_grou
             fputs("{\"name\":", stdout);
             print_json_string(g->name, strlen(g->name));
             printf(",\"depth\":%lld,\"active\":%lld,\"concurrency\":%d,\"weight\":%d,\"paused\":%s,"
-                   "\"rate\":%ld,\"rate_window_ms\":%ld,\"max_waiting\":%ld}",
+                   "\"rate\":%ld,\"rate_window_ms\":%ld,\"max_waiting\":%ld,\"started\":%lld}",
                    g->depth, g->active, g->concurrency, g->weight, g->paused ? "true" : "false", g->rate,
-                   g->rate_window_ms, g->max_waiting);
+                   g->rate_window_ms, g->max_waiting, g->started);
         } else {
             printf("%s depth %lld active %lld", g->name, g->depth, g->active);
+            if (g->started) printf(" started %lld", g->started); /* (its counter: README "Groups") */
             if (g->concurrency >= 0) printf(" concurrency %d", g->concurrency);
             if (g->weight != 1) printf(" weight %d", g->weight);
             if (g->rate) printf(" rate %ld/%ld", g->rate, g->rate_window_ms);

@@ -25,7 +25,8 @@
  * bottom, with its last minutes from the stored history (README "History":
  * every process's counts, across restarts of top) and its busiest job
  * groups (README "Groups": the TOP_GROUPS with the most ready jobs, their
- * running jobs, PAUSED; read with each refresh; a sharded queue's merged
+ * running jobs, their starts/s from two readings of their started
+ * counters, PAUSED; read with each refresh; a sharded queue's merged
  * over its shards); q quits.
  *
  * Only the public API (rjq.h) and libevent are used.
@@ -102,8 +103,16 @@ struct top {
     /* the picked queue's busiest groups (README "Groups"): the first
      * TOP_GROUPS of rjq_queue_list_groups, read with each refresh, as text */
     char grp_name[201];
-    char grp_line[512];
+    char grp_line[640];
     int grp_have, grp_reading;
+    /* their started counters at the last listing (rjq_group_info.started),
+     * for their starts/s: two readings' difference (counter_rate) */
+    struct {
+        char name[RJQ_GROUP_NAME_MAX + 1];
+        long long started;
+    } grp_prev[TOP_GROUPS];
+    size_t grp_nprev;
+    double grp_at;         /* when they were read (monotonic s) */
     double grp_next;       /* not read again before (monotonic s) */
     unsigned long refreshes;
     char status[160];
@@ -490,10 +499,28 @@ static void on_groups(rjq_client *c, int status, long long total, const rjq_grou
         k = snprintf(t->grp_line, size, "  busiest groups (%lld with jobs):", total);
     else
         t->grp_line[0] = '\0';
-    for (size_t i = 0; k >= 0 && (len += (size_t)k) < size && i < n; i++)
-        k = snprintf(t->grp_line + len, size - len, "%s %s ready %lld active %lld%s",
-                     i ? "," : "", list[i].name, list[i].depth, list[i].active,
+    /* a group listed last time too that started jobs since: its starts/s
+     * (a started counter that went down was set back: counted from 0) */
+    double at = now_s(), dt = at - t->grp_at;
+    for (size_t i = 0; k >= 0 && (len += (size_t)k) < size && i < n; i++) {
+        char rate[48] = "";
+        for (size_t j = 0; j < t->grp_nprev; j++)
+            if (strcmp(t->grp_prev[j].name, list[i].name) == 0 && dt > 0) {
+                double v = counter_rate(t->grp_prev[j].started, list[i].started, dt);
+                if (v > 0) snprintf(rate, sizeof rate, " %.1f starts/s", v);
+                break;
+            }
+        k = snprintf(t->grp_line + len, size - len, "%s %s ready %lld active %lld%s%s",
+                     i ? "," : "", list[i].name, list[i].depth, list[i].active, rate,
                      list[i].paused ? " PAUSED" : "");
+    }
+    t->grp_nprev = 0;
+    for (size_t i = 0; i < n && i < TOP_GROUPS; i++) {
+        snprintf(t->grp_prev[i].name, sizeof t->grp_prev[i].name, "%s", list[i].name);
+        t->grp_prev[i].started = list[i].started;
+        t->grp_nprev++;
+    }
+    t->grp_at = at;
     t->grp_have = 1;
     /* (a listing reads a page of the depth index: every refresh) */
     t->grp_next = now_s();
@@ -507,6 +534,7 @@ static void read_groups(top *t) {
     if (strcmp(t->grp_name, r->name) != 0) {
         t->grp_have = 0;
         t->grp_next = 0;
+        t->grp_nprev = 0; /* (another queue's groups: no rates from them) */
     }
     if (t->grp_have && now_s() < t->grp_next) return;
     snprintf(t->grp_name, sizeof t->grp_name, "%s", r->name);

@@ -21,7 +21,7 @@ local have, drop = hmget(dependents, ids, 'hash'), {}
 for k, id in ipairs(ids) do
   if have[k] and have[k] == ARGV[2 * k] then drop[#drop + 1] = id end
 end
-if #drop > 0 then call_all('HDEL', dependents, drop) end
+if #drop > 0 then DEPS.forget(dependents, drop) end -- (the hash goes with its last entry)
 local unindex = {} -- (those dropped, and those whose entry had gone already)
 for k, id in ipairs(ids) do if not have[k] or have[k] == ARGV[2 * k] then unindex[#unindex + 1] = id end end
 local whole = 0

@@ -11,8 +11,9 @@
 --   G..'a:'..g   set   ids of g's active jobs (its concurrency slots), for a
 --                      group with a concurrency limit only (gconf.lua
 --                      fills it when a limit is set, drops it when none)
---   G..'act'     hash  group -> its active jobs' count, for every group, and
---                      '~' -> a pin (GROUPS.count)
+--   G..'act'     hash  group -> its active jobs' count, for every group,
+--                      "<group> s" -> the jobs it started while listed
+--                      (GROUPS.sfield), and '~' -> a pin (GROUPS.count)
 --                      (the listing's active column, GROUPS.tidy; one
 --                      HMGET and one HSET per claim or completion, not a
 --                      command per job)
@@ -357,12 +358,16 @@ function GROUPS.tidy(G, g, gs, idle)
     for j = 1, #part do r[#r + 1] = part[j] end
   end
   local a = not idle and hmget(G .. 'act', gs) or {}
+  local sf = {}
   for i, h in ipairs(gs) do
     if not r[i] and not a[i] and redis.call('EXISTS', G .. 'r:' .. h, G .. 'p:' .. h) == 0 then
       redis.call('ZREM', G .. 'all', h)
       redis.call('ZREM', G .. 'busy', h)
+      sf[#sf + 1] = GROUPS.sfield(h)
     end
   end
+  -- (their started counters leave with them: one HDEL per call)
+  if #sf > 0 then call_all('HDEL', G .. 'act', sf) end
 end
 
 -- (its field '~', no group's name, has a value longer than
@@ -371,12 +376,26 @@ end
 -- field: callgrind, a drain of 1 000 groups, +8% Redis instructions per job)
 local ACT_PIN = 'rjq: keeps this hash a hashtable (longer than hash-max-listpack-value)'
 
+-- Group g's started-jobs counter in G..'act' (GROUPS.count): its field
+-- "<g> s" (a space is in no group's name, GROUPS.NAME). It counts the
+-- jobs the group started (a claim's or a push's take; an undone take,
+-- GROUPS.untake, takes its own back) since it was last listed: it leaves
+-- the hash with the group's listing (GROUPS.tidy), so a reader that sees
+-- it go down takes the new value as counted since 0 (a restart). The
+-- listing (gstats.lua) returns it; `rjq top`, the dashboard and `rjq
+-- serve` make a group's starts/s from two reads of it.
+function GROUPS.sfield(g) return g .. ' s' end
+
 -- Add d[g] to the active count of each group g of gs (G..'act': one read,
--- one write; a count that reaches 0 leaves the hash). Returns the groups
--- of gs left with nothing active.
-function GROUPS.count(G, gs, d)
-  local k, f = G .. 'act', {'~'}
+-- one write; a count that reaches 0 leaves the hash). started: d[g] are
+-- starts (or, below 0, starts undone), added to each group's started
+-- counter too (GROUPS.sfield: its fields in the same read and write, so
+-- they cost arguments, not commands). Returns the groups of gs left with
+-- nothing active.
+function GROUPS.count(G, gs, d, started)
+  local k, f, m = G .. 'act', {'~'}, #gs
   for i, g in ipairs(gs) do f[i + 1] = g end
+  if started then for i, g in ipairs(gs) do f[m + i + 1] = GROUPS.sfield(g) end end
   local v, set, del, idle = hmget(k, f), {}, {}, {}
   if not v[1] then set[1] = '~'; set[2] = ACT_PIN end
   for i, g in ipairs(gs) do
@@ -386,6 +405,14 @@ function GROUPS.count(G, gs, d)
     else
       idle[#idle + 1] = g
       if v[i + 1] then del[#del + 1] = g end
+    end
+    if started then
+      local s = (count_of(v[m + i + 1]) or 0) + d[g]
+      if s > 0 then
+        set[#set + 1] = GROUPS.sfield(g); set[#set + 1] = num(s)
+      elseif v[m + i + 1] then
+        del[#del + 1] = GROUPS.sfield(g)
+      end
     end
   end
   if #set > 0 then call_all('HSET', k, set, 2) end
@@ -802,7 +829,7 @@ function GROUPS.started(st, s, off)
       stale[g] = true
     end
   end
-  if #gs > 0 then GROUPS.count(G, gs, d) end
+  if #gs > 0 then GROUPS.count(G, gs, d, true) end
   GROUPS.busy(G, cnt, gone, d)
   for g, list in pairs(per) do
     if lim[g] then redis.call('SADD', G .. 'a:' .. g, unpack(list)) end
@@ -882,7 +909,7 @@ function GROUPS.untake(G, keep, ids)
     elseif cv == false then redis.call('HDEL', G .. 'credit', g) end
     GROUPS.deepen(G, g, #list)
   end
-  GROUPS.count(G, gs, d)
+  GROUPS.count(G, gs, d, true) -- (their starts undone: their started counters too)
   local h = redis.call('ZRANGE', G .. 'ring', 0, 0, 'WITHSCORES')
   local low, ring = h[2] and math.floor(tonumber(h[2]) or 0) or 0, {}
   for k, g in ipairs(gs) do ring[#ring + 1] = low - #gs + k - 1; ring[#ring + 1] = g end

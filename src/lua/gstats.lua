@@ -8,8 +8,10 @@
 -- KEYS (src/keys.def; bound to these locals): groups
 -- ARGV: 1 offset, 2 count (1..1000), 3 one group's name ('' = the list)
 -- Returns { groups with jobs (ready or running; one group: 1 or 0), then
--- 9 per group: name, depth, active, concurrency (-1 none), weight, paused (0/1), rate
--- (starts; 0 none), its window (ms; 0 none), max_waiting (0 none) }.
+-- 10 per group: name, depth, active, concurrency (-1 none), weight, paused (0/1), rate
+-- (starts; 0 none), its window (ms; 0 none), max_waiting (0 none), the
+-- jobs it started while listed (GROUPS.sfield; 0 for a client of an
+-- older version's starts) }.
 local offset, count, one = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
 if not offset or not count or offset < 0 or count < 1 or count > 1000 then
   return redis.error_reply('ERR rjq gstats: bad range')
@@ -43,11 +45,16 @@ else
     end
   end
 end
--- their running counts, one read (g:act: every group's, GROUPS.count)
+-- their running counts and started counters, one read (g:act: every
+-- group's, GROUPS.count, GROUPS.sfield)
 if #rows > 0 then
-  local names = {}
-  for i, row in ipairs(rows) do names[i] = row[1] end
-  for i, v in ipairs(hmget(groups .. 'act', names)) do rows[i][3] = tonumber(v) or 0 end
+  local names, n = {}, #rows
+  for i, row in ipairs(rows) do names[i] = row[1]; names[n + i] = GROUPS.sfield(row[1]) end
+  local v = hmget(groups .. 'act', names)
+  for i = 1, n do
+    rows[i][3] = tonumber(v[i]) or 0
+    rows[i][4] = tonumber(v[n + i]) or 0
+  end
 end
 -- one group: listed with zeros when it has nothing, counted only with work
 if one ~= '' and (rows[1][2] > 0 or rows[1][3] > 0) then total = 1 end
@@ -65,5 +72,6 @@ for i = 1, #rows do
   out[#out + 1] = rate or 0
   out[#out + 1] = rate and win or 0
   out[#out + 1] = bound or 0
+  out[#out + 1] = rows[i][4]
 end
 return out

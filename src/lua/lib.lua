@@ -479,6 +479,21 @@ local ACTIVE_PIN = 'rjq: keeps this set a skiplist (longer than zset-max-listpac
 -- HMGET and HSET scans (measured 0.8 against 0.3 us of HMGET per job).
 local WATCHERS_PIN = 'rjq: keeps this hash a table (a field longer than hash-max-listpack-value)'
 
+-- The same for the dependents hash (keys.def DEPENDENTS), whose entries are
+-- looked up by id at every registration (DEPS.register_ids) and every
+-- completion of a queue that has some: as a listpack (up to 512 entries of
+-- short values) each lookup walked it (measured +8.8k Redis instructions a
+-- dependent at 33 a call, +17.3k at 500: bench/README.md "The dependents
+-- hash pinned"). DEPS.register_ids writes this field (value '') with the
+-- first entries it writes into a hash without it, ahead of them in the
+-- same HSET, so the hash is a table from then on; every HDEL of entries
+-- goes through DEPS.forget, which deletes the hash once only the pin is
+-- left, so that the completions' EXISTS probes of dependents stay the sign
+-- that the queue has entries. Every reader looks entries up by job id
+-- (HMGET, HEXISTS; none walks or counts the hash), and this field has
+-- spaces (never a job id): no reader sees it.
+local DEPENDENTS_PIN = 'rjq: keeps the dependents hash a table (a field longer than hash-max-listpack-value)'
+
 -- Queue format 2 (docs/scripts.md "Queue format 2"): the reply channels
 -- held at the end of the states sv of jobs ids (sv[k] is ids[k]'s value as
 -- read; false when none) move to the watchers column, appended to what it
@@ -1369,7 +1384,12 @@ end
 -- call with dependencies of its own queue, read after its writes).
 -- Returns per registration its outcome, as DEPS.register.
 function DEPS.register_ids(J, dependents, ids, entries)
-  local s, have = hmget(J.s, ids), hmget(dependents, ids)
+  -- (the pin asked with the entries: one argument more, have[n + 1])
+  local n = #ids
+  local s = hmget(J.s, ids)
+  ids[n + 1] = DEPENDENTS_PIN
+  local have = hmget(dependents, ids)
+  ids[n + 1] = nil
   -- order: the jobs given dependents (first seen); had/list: their entry as read, as written
   local out, order, had, list, stale = {}, {}, {}, {}, {}
   local last_sv, last_state -- (jobs of one enqueue call share their state string: read once)
@@ -1401,13 +1421,30 @@ function DEPS.register_ids(J, dependents, ids, entries)
       end
     end
   end
-  local fv = {}
+  -- (the pin first, when the hash lacks it: the HSET makes the hash a
+  -- table before it writes an entry, even in chunks)
+  local fv = have[n + 1] and {} or {DEPENDENTS_PIN, ''}
+  local pinned = #fv
   for _, id in ipairs(order) do
     if list[id] ~= had[id] then fv[#fv + 1] = id; fv[#fv + 1] = list[id] end
   end
-  if #fv > 0 then call_all('HSET', dependents, fv, 2) end
-  if #stale > 0 then call_all('HDEL', dependents, stale) end
+  if #fv > pinned then call_all('HSET', dependents, fv, 2) end
+  if #stale > 0 then DEPS.forget(dependents, stale) end
   return out
+end
+
+-- HDEL of the entries ids of the dependents hash (refused on a wrongly
+-- typed key, as call_all), the hash deleted when only DEPENDENTS_PIN is
+-- left: a queue without entries has no dependents key, which the
+-- completions' EXISTS probes read (complete.lua, complete_one.lua,
+-- monitor_and_dependents). A hash whose entries an older client removed
+-- keeps its pin until the next removal here; meanwhile those probes take
+-- the dependents path and find no entry (correct, an HMGET more a call).
+function DEPS.forget(dependents, ids)
+  call_all('HDEL', dependents, ids)
+  -- (one field left: the pin's HDEL deletes the hash when it is the pin,
+  -- and changes nothing when it is an entry: a hash an older client made)
+  if redis.call('HLEN', dependents) == 1 then redis.call('HDEL', dependents, DEPENDENTS_PIN) end
 end
 
 -- The name of J's queue, from its job name prefix "<prefix>:{Q}:job:"
@@ -1519,7 +1556,7 @@ function DEPS.finished(J, Q, ids, outcome, known)
           if r[j] == 1 then nextr[#nextr + 1] = rel[2 * j - 3] end -- buried, with dependents of its own
         end
       end
-      if #drop > 0 then call_all('HDEL', Q.dependents, drop) end
+      if #drop > 0 then DEPS.forget(Q.dependents, drop) end
       if #keep > 0 then call_all('HSET', Q.dependents, keep, 2) end
     end
     -- indexed for the sweep while dependents of other queues are left
@@ -1641,7 +1678,7 @@ function DEPS.release_ones(J, Q, gone, ent)
     for i = 1, nrp, CHUNK do n = redis.call('RPUSH', Q.ready, unpack(rpush, i, math.min(i + CHUNK - 1, nrp))) end
     if n == nrp and redis.call('ZCARD', Q.prio) == 0 then redis.call(PUB or pub_mode(), Q.wake, '1') end
   end
-  call_all('HDEL', Q.dependents, dl)
+  DEPS.forget(Q.dependents, dl)
   return nids
 end
 

@@ -2,7 +2,8 @@
 // tests/dashboard_groups.sh, which enqueues tenants' jobs in groups acme
 // (7), globex (3, concurrency 2) and initech (1), a plain queue's job, a
 // sharded queue's (2 shards) groups s1..s4 (4..1 jobs), and starts rjq
-// serve (no worker: the jobs wait). Env: BASE, CHROMIUM, ART.
+// serve (a worker of queue runs only: the other jobs wait). Env: BASE,
+// CHROMIUM, ART, RJQ.
 import { check, api, until, openPage, shotShowsOn, finish } from './lib.mjs';
 
 const { BASE, ART } = process.env;
@@ -17,8 +18,8 @@ try {
   const names = await page.locator('#group-table tbody tr').evaluateAll(rs => rs.map(r => r.dataset.group));
   check(JSON.stringify(names) === '["acme","globex","initech"]', 'deepest first: ' + names);
   check(await cell('acme', 'ready') === 7 && await cell('acme', 'active') === 0, 'acme: 7 ready, 0 active');
-  check((await page.textContent(`${row('globex')} td:nth-child(4)`)) === '2', 'globex: concurrency 2');
-  check((await page.textContent(`${row('acme')} td:nth-child(4)`)) === 'none', 'acme: no limit');
+  check((await page.textContent(`${row('globex')} td:nth-child(5)`)) === '2', 'globex: concurrency 2');
+  check((await page.textContent(`${row('acme')} td:nth-child(5)`)) === 'none', 'acme: no limit');
   check(/3 groups with jobs/.test(await page.textContent('#groups h3')), 'the heading counts 3 groups');
   await shotShowsOn(page, 'groups-queue', [`${row('acme')}`, `${row('initech')}`,
     `${row('globex')} button[data-action="pause"]`]);
@@ -48,6 +49,13 @@ try {
   await until('initech, 10 ready, first', async () =>
     (await page.locator('#group-table tbody tr').first().getAttribute('data-group')) === 'initech' &&
     await cell('initech', 'ready') === 10);
+
+  // a group whose jobs start (runs: its worker, one job of busy at a time):
+  // its starts/s, from two readings of its started counter
+  for (let i = 0; i < 60; i++) execSync(`${process.env.RJQ} enqueue runs sleep:150:${i} --group busy`);
+  await page.goto(BASE + '/#/q/runs');
+  await until('busy\'s starts/s above 0', async () =>
+    (await page.locator(row('busy')).count()) === 1 && await cell('busy', 'starts') > 0);
 
   // a sharded queue (2 shards, its groups on both: s1 and s3 on sharded~0-0,
   // s2 and s4 on sharded~1-0): one table of its shards' groups merged, and a

@@ -49,6 +49,7 @@ static void on_top(rjq_client *c, int status, long long total, const rjq_group_i
         v[i].concurrency = list[i].concurrency;
         v[i].weight = list[i].weight;
         v[i].paused = list[i].paused;
+        v[i].started = list[i].started;
     }
     free(q->gtop);
     q->gtop = v;
@@ -114,6 +115,15 @@ void groups_metrics(FILE *out, server *s, int (*listed)(const server *, const sq
             series_start(out, "rjq_group_jobs", q, &q->gtop[i]);
             fprintf(out, "\",state=\"active\"} %lld\n", q->gtop[i].active);
         }
+    prom_family(out, "rjq_group_started_total", "counter",
+                "Jobs one of the queue's busiest groups (those of rjq_group_jobs) started since it "
+                "was last listed (set back to 0 when it has no ready or running job: a reset; "
+                "starts by clients older than the counter are not counted).");
+    for (squeue *q = s->queues; q; q = q->next)
+        for (size_t i = 0; q->gtop_have && listed(s, q) && i < q->ngtop; i++) {
+            series_start(out, "rjq_group_started_total", q, &q->gtop[i]);
+            fprintf(out, "\"} %lld\n", q->gtop[i].started);
+        }
     prom_family(out, "rjq_group_paused", "gauge",
                 "1 when one of the queue's busiest groups (those of rjq_group_jobs) is paused.");
     for (squeue *q = s->queues; q; q = q->next)
@@ -159,11 +169,11 @@ static void gcall_sent(gcall *c, int rc) {
 }
 
 json_t *groups_info_json(const char *name, long long depth, long long active, int concurrency,
-                         int weight, int paused) {
-    return json_pack("{so sI sI so si sb}", "name", json_name(name), "depth", (json_int_t)depth,
+                         int weight, int paused, long long started) {
+    return json_pack("{so sI sI so si sb sI}", "name", json_name(name), "depth", (json_int_t)depth,
                      "active", (json_int_t)active, "concurrency",
                      concurrency >= 0 ? json_integer(concurrency) : json_null(), "weight", weight,
-                     "paused", paused);
+                     "paused", paused, "started", (json_int_t)started);
 }
 
 static void on_list(rjq_client *cl, int status, long long total, const rjq_group_info *list,
@@ -175,14 +185,15 @@ static void on_list(rjq_client *cl, int status, long long total, const rjq_group
     } else if (req && c->one) {
         reply_json(req, 200,
                    n == 1 ? groups_info_json(list[0].name, list[0].depth, list[0].active,
-                                             list[0].concurrency, list[0].weight, list[0].paused)
-                          : groups_info_json(c->group, 0, 0, -1, 1, 0));
+                                             list[0].concurrency, list[0].weight, list[0].paused,
+                                             list[0].started)
+                          : groups_info_json(c->group, 0, 0, -1, 1, 0, 0));
     } else if (req) {
         json_t *a = json_array();
         for (size_t i = 0; a && i < n; i++)
             json_array_append_new(a, groups_info_json(list[i].name, list[i].depth, list[i].active,
                                                       list[i].concurrency, list[i].weight,
-                                                      list[i].paused));
+                                                      list[i].paused, list[i].started));
         reply_json(req, 200,
                    a ? json_pack("{so sI sI so}", "queue", json_name(c->q->name), "total",
                                  (json_int_t)total, "offset", (json_int_t)c->offset, "groups", a)

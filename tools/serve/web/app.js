@@ -30,6 +30,8 @@ function showConn() {
 const SPARK = 40;
 const PAGE = 50;
 const STATES = ['ready', 'delayed', 'active', 'dead', 'cancelled', 'completed'];
+// a queue page's tabs: its states, and the jobs waiting for their dependencies
+const TABS = [...STATES, 'waiting'];
 
 // ---- small helpers -------------------------------------------------------
 
@@ -401,12 +403,12 @@ function insertSorted(body, tr, name) {
 }
 
 function queuePage(main, name, tab, offset) {
-  tab = STATES.includes(tab) ? tab : 'ready';
+  tab = TABS.includes(tab) ? tab : 'ready';
   offset = Math.max(0, offset | 0);
   const head = el('div', { class: 'qhead' });
   const list = el('tbody');
   const feed = el('ol', { class: 'feed', id: 'feed' });
-  const tabs = el('nav', { class: 'tabs' }, STATES.map(s =>
+  const tabs = el('nav', { class: 'tabs' }, TABS.map(s =>
     el('a', { href: `#/q/${enc(name)}/${s}`, class: s === tab ? 'on' : '', 'data-tab': s }, s)));
   tabs.append(el('a', { href: `#/q/${enc(name)}/search`, class: 'searchlink', id: 'search-link' }, 'search payloads'));
   const pager = el('div', { class: 'pager' });
@@ -429,7 +431,7 @@ function queuePage(main, name, tab, offset) {
     const n = selected.size;
     const acts = [];
     if (tab === 'delayed') acts.push(['run now', 'made ready', id => ['POST', `/run-now`]]);
-    if (['ready', 'delayed', 'active'].includes(tab)) acts.push(['cancel', 'cancelled', id => ['POST', `/cancel`]]);
+    if (['ready', 'delayed', 'active', 'waiting'].includes(tab)) acts.push(['cancel', 'cancelled', id => ['POST', `/cancel`]]);
     if (tab === 'dead') acts.push(['replay', 'replayed', id => ['POST', `/replay`]]);
     if (['dead', 'cancelled'].includes(tab)) acts.push(['delete', 'deleted', id => ['DELETE', '']]);
     bulk.replaceChildren(...(n && canAct() ? [el('span', { id: 'bulk-count' }, `${n} selected`),
@@ -540,7 +542,7 @@ function queuePage(main, name, tab, offset) {
     const s = q.stats;
     head.replaceChildren(
       el('h1', {}, name, s.paused ? el('span', { class: 'badge paused', id: 'paused' }, 'paused') : ''),
-      el('div', { class: 'stats' }, ['ready', 'delayed', 'active', 'dead_depth', 'cancelled_depth',
+      el('div', { class: 'stats' }, ['ready', 'delayed', 'waiting', 'active', 'dead_depth', 'cancelled_depth',
         'completed', 'enqueued', 'failed', 'retried', 'reclaimed', 'replayed'].map(k =>
         el('div', { class: 'stat', 'data-stat': k }, el('b', {}, fmt(s[k])), ' ', k.replace('_depth', ''))),
         el('div', { class: 'stat' }, el('b', {}, fmt(q.rates.done)), ' done/s'),
@@ -632,18 +634,38 @@ function queuePage(main, name, tab, offset) {
   // their running jobs, limits and pause (GET /v1/queues/{q}/groups)
   const GROUPS_SHOWN = 10;
   const BATCHES_SHOWN = 20;
+  // a group's starts/s: its started counter (GET .../groups: "started") read
+  // twice, the increase over the interval (a counter that went down was set
+  // back, README "Groups": counted from 0, as for the queue's rates)
+  let startedPrev = new Map(), startedAt = 0;
+  function startRates(d, at) {
+    const dt = (at - startedAt) / 1000, rates = new Map(), next = new Map();
+    for (const g of d.groups) {
+      const cur = g.started || 0;
+      next.set(g.name, cur);
+      if (startedPrev.has(g.name) && dt > 0) {
+        const prev = startedPrev.get(g.name);
+        rates.set(g.name, (cur >= prev ? cur - prev : cur) / dt);
+      }
+    }
+    startedPrev = next; startedAt = at;
+    return rates;
+  }
   function drawGroups(d) {
     if (!d || !d.groups || d.groups.length === 0) { groups.replaceChildren(); return; }
+    const rates = startRates(d, Date.now());
     const gpath = (g, verb) => `/v1/queues/${enc(name)}/groups/${enc(g)}/${verb}`;
     groups.replaceChildren(el('h3', {}, `busiest groups (${plural(d.total, 'group')} with jobs` +
         (d.total > d.groups.length ? `, the first ${d.groups.length} shown` : '') + ')'),
       el('table', { class: 'grouptable', id: 'group-table' },
-        el('thead', {}, el('tr', {}, ['group', 'ready', 'active', 'concurrency', 'weight', '', '']
+        el('thead', {}, el('tr', {}, ['group', 'ready', 'active', 'starts/s', 'concurrency', 'weight', '', '']
           .map(h => el('th', {}, h)))),
         el('tbody', {}, d.groups.map(g => el('tr', { 'data-group': g.name },
           el('td', {}, g.name),
           el('td', { class: 'num', 'data-stat': 'ready' }, fmt(g.depth)),
           el('td', { class: 'num', 'data-stat': 'active' }, fmt(g.active)),
+          el('td', { class: 'num', 'data-stat': 'starts' },
+             rates.has(g.name) ? rates.get(g.name).toFixed(1) : '\u2013'),
           el('td', { class: 'num' }, g.concurrency === null ? 'none' : fmt(g.concurrency)),
           el('td', { class: 'num' }, fmt(g.weight)),
           el('td', {}, g.paused ? el('span', { class: 'badge paused' }, 'paused') : ''),
@@ -845,7 +867,7 @@ function jobActions(name, id, st, done) {
   };
   return [
     st === 'delayed' ? action('run now', () => run('POST', base + '/run-now', 'made ready')) : null,
-    ['ready', 'delayed', 'active'].includes(st) ? action('cancel', () => run('POST', base + '/cancel', 'cancelled'), 'danger') : null,
+    ['ready', 'delayed', 'active', 'waiting'].includes(st) ? action('cancel', () => run('POST', base + '/cancel', 'cancelled'), 'danger') : null,
     st === 'dead' ? action('replay', () => run('POST', base + '/replay', 'replayed')) : null,
     ['dead', 'cancelled'].includes(st) ? action('delete', () => run('DELETE', base, 'deleted'), 'danger') : null,
   ];

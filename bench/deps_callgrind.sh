@@ -8,6 +8,9 @@
 # runs, each build warmed first (plain 10: its library loaded).
 #
 # Usage: bench/deps_callgrind.sh N LABEL:DEPS_BENCH [LABEL:DEPS_BENCH...]
+#   LABEL may end in =F (after=3:build/deps-bench): its runs' queues (bc,
+#   bp) are set to queue format F after each FLUSHALL (meta field format,
+#   as `rjq queue-format` writes it; README "Queue format 3")
 # Environment:
 #   MODES   the deps-bench modes per build, in order ("plain same")
 #   DEPS_BENCH_ENQUEUE_ONLY=1  passed on: each run stops after its enqueue
@@ -36,11 +39,16 @@ run=0
 for spec in "$@"; do
   label=${spec%%:*}
   bin=${spec#*:}
+  fmt=
+  case $label in *=*) fmt=${label#*=} ;; esac
   redis-cli -p "$CG_PORT" flushall > /dev/null
   DEPS_BENCH_ENQUEUE_ONLY='' "$bin" plain 10 > /dev/null
   for m in $MODES; do
     run=$((run + 1))
     redis-cli -p "$CG_PORT" flushall > /dev/null
+    if [ -n "$fmt" ]; then
+      for q in bc bp; do redis-cli -p "$CG_PORT" hset "rjq:{$q}:meta" format "$fmt" > /dev/null; done
+    fi
     if [ "${RUN_ONLY:-}" = 1 ]; then
       coproc DB { DEPS_BENCH_RUN_ONLY=1 "$bin" "$m" "$N"; }
       read -r first <&"${DB[0]}"

@@ -442,6 +442,27 @@ TEST(bad_dependencies_are_refused_with_nothing_written) {
     env_stop(&e);
 }
 
+/* rjq_enqueue_cb's promise for a job with dependencies refused by the
+ * server (deps_add on a wrongly typed deps hash): an error and n == 0,
+ * jobs NULL (it was n == 1 with jobs NULL: a callback reading jobs[0] for
+ * n > 0, as on_enqueue_wait does, crashed), nothing written. */
+TEST(enqueue_with_dependencies_refused_by_the_server_reports_no_job) {
+    test_env e;
+    env_start(&e, "dw");
+    freeReplyObject(server_cmd(e.rc, "SET t:{dw}:deps x"));
+    rjq_dep on_a = {"dw", "a"};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+    o.id = "b";
+    o.after = &on_a;
+    o.n_after = 1;
+    enqueue_wait w = enqueue_job(e.base, e.q, "p", &o);
+    ASSERT_EQ(1, w.done);
+    ASSERT_EQ(RJQ_EWRONGTYPE, w.status);
+    ASSERT_EQ(0, (long)w.n);
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{dw}:payload t:{dw}:state t:{dw}:waiting"));
+    env_stop(&e);
+}
+
 /* A job with dependencies is checked as any enqueue (rjq__enqueue_check):
  * a NULL payload with a length and one over max_payload are refused with
  * nothing written, and the queue's job_timeout_ms is its timeout as it is

@@ -15,6 +15,12 @@ export PYTHONPATH="$CG_BENCH_DIR${PYTHONPATH:+:$PYTHONPATH}"
 # $2 names the calling script in the message if it dies first; any further
 # arguments are valgrind options (e.g. --toggle-collect=fcallCommand).
 cg_redis_start() {
+  # A port another server answers on would be measured instead of ours
+  # (its ping answered at once, ours dead on a busy port): refused.
+  if redis-cli -p "$1" ping > /dev/null 2>&1; then
+    echo "$2: port $1 already answers (another redis-server): pick another CG_PORT" >&2
+    exit 1
+  fi
   valgrind --tool=callgrind "${@:3}" --callgrind-out-file="$OUT/redis.%p.cg" \
     redis-server --port "$1" --bind 127.0.0.1 --save '' --appendonly no --dir "$OUT" \
     > "$OUT/redis.log" 2>&1 &
@@ -24,6 +30,7 @@ cg_redis_start() {
     kill -0 "$CG_REDIS_PID" 2> /dev/null || { echo "$2: redis-server died: $OUT/redis.log" >&2; exit 1; }
     sleep 0.2
   done
+  kill -0 "$CG_REDIS_PID" 2> /dev/null || { echo "$2: redis-server died: $OUT/redis.log" >&2; exit 1; }
 }
 cg_redis_stop() { kill "$CG_REDIS_PID" 2> /dev/null || true; wait "$CG_REDIS_PID" 2> /dev/null || true; }
 

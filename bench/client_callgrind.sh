@@ -43,6 +43,10 @@ OUT=$(cd "$OUT" && pwd)
 cases=("$@")
 [ ${#cases[@]} -gt 0 ] || cases=(18 16k)
 
+if redis-cli -p "$CG_PORT" ping > /dev/null 2>&1; then
+  echo "client_callgrind.sh: a server already answers on port $CG_PORT (CG_PORT): not ours, pick another" >&2
+  exit 1
+fi
 redis-server --port "$CG_PORT" --bind 127.0.0.1 --save '' --appendonly no --daemonize yes \
   --pidfile "$OUT/redis.pid" --logfile "$OUT/redis.log" --dir "$OUT"
 cleanup() { [ -f "$OUT/redis.pid" ] && kill "$(cat "$OUT/redis.pid")" 2>/dev/null || true; }

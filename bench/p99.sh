@@ -47,6 +47,10 @@ if [ "${SKIP_BEE:-0}" != 1 ] && [ -z "${PEERS:-}" ]; then
   fi
 fi
 
+if redis-cli -p "$PORT" ping > /dev/null 2>&1; then
+  echo "p99.sh: a server already answers on port $PORT (PORT): not ours, pick another" >&2
+  exit 1
+fi
 redis-server --port "$PORT" --bind 127.0.0.1 --save '' --appendonly no --daemonize yes \
   --pidfile "$OUT/redis.pid" --logfile "$OUT/redis.log" --dir "$OUT"
 stop() { [ -f "$OUT/redis.pid" ] && kill "$(cat "$OUT/redis.pid")" 2> /dev/null || true; }

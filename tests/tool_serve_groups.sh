@@ -41,6 +41,11 @@ enq gq big 6; enq gq g1 4; enq gq g2 3; enq gq g3 2; enq gq g4 1
 # a rate over a window of 250 ms, no bound
 "$RJQ" --prefix sg group gq g2 --rate 50 --max-waiting 100 >/dev/null || fail "rjq group --rate --max-waiting"
 "$RJQ" --prefix sg group gq g3 --rate 7/250 >/dev/null || fail "rjq group --rate N/MS"
+# gd: the defaults of every group (a rate of 20 per 500 ms, a bound of
+# 30), which d2's own bound (5) overrides: each listed with those in effect
+"$RJQ" --prefix sg group gd '*' --rate 20/500 --max-waiting 30 >/dev/null || fail "rjq group gd '*'"
+"$RJQ" --prefix sg group gd d2 --max-waiting 5 >/dev/null || fail "rjq group gd d2"
+enq gd d1 2; enq gd d2 1
 # sh: a sharded queue (2 shards), each group on one shard (crc16(group) mod
 # 2): s1 and s3 on sh~0-0, s2 and s4 on sh~1-0 (checked below)
 "$RJQ" --prefix sg shards sh 2 >/dev/null || fail "rjq shards"
@@ -50,7 +55,7 @@ shard_groups() { "$RJQ" --prefix sg groups "$1" | tail -n +2 | cut -d' ' -f1 | t
 check; [ "$(shard_groups 'sh~0-0')/$(shard_groups 'sh~1-0')" = "s1 s3 /s2 s4 " ] ||
     fail "sh's groups on both shards: $(shard_groups 'sh~0-0')/$(shard_groups 'sh~1-0')"
 
-start_serve rw --queues 'gq,plain,gw,sh' --metrics-groups 3
+start_serve rw --queues 'gq,plain,gw,sh,gd' --metrics-groups 3
 
 # ---- the listing ----------------------------------------------------------------------
 get "$BASE/v1/queues/gq/groups"
@@ -67,6 +72,9 @@ check; [ "$(json '[sorted(g) for g in d["groups"]][0]')" = \
 check; [ "$(json '[(g["name"], g["rate"], g["rate_window_ms"], g["max_waiting"]) for g in d["groups"]]')" = \
     "[('big', None, None, None), ('g1', None, None, None), ('g2', 50, 1000, 100), ('g3', 7, 250, None), ('g4', None, None, None)]" ] ||
     fail "rates and bounds: g2 50/1000 ms bound 100, g3 7/250 ms: $BODY"
+get "$BASE/v1/queues/gd/groups"
+check; [ "$(json '[(g["name"], g["rate"], g["rate_window_ms"], g["max_waiting"]) for g in d["groups"]]')" = \
+    "[('d1', 20, 500, 30), ('d2', 20, 500, 5)]" ] || fail "gd: the defaults in effect, d2's own bound: $BODY"
 get "$BASE/v1/queues/gq/groups?offset=1&limit=2"
 check; [ "$(json '[g["name"] for g in d["groups"]], d["total"]')" = "(['g1', 'g2'], 5)" ] ||
     fail "offset 1 limit 2: $BODY"

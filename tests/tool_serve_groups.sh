@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # rjq serve and job groups (README "Groups"):
 #   - GET /v1/queues/{q}/groups: the groups with jobs, deepest first, each
-#     with its ready and running jobs, limits and pause; ?offset= &limit=;
+#     with its ready and running jobs, limits (concurrency, weight, rate and
+#     its window, bound: null when none) and pause; ?offset= &limit=;
 #     /groups/{g}: one group (zeros when it has none); a bad name is 400;
 #   - POST /v1/queues/{q}/groups/{g}/pause, /resume pause that group only
 #     (no other group, nor the queue); refused (403) by --read-only;
@@ -36,15 +37,25 @@ enq() { # enq QUEUE GROUP N
 enq gq big 6; enq gq g1 4; enq gq g2 3; enq gq g3 2; enq gq g4 1
 "$RJQ" --prefix sg enqueue plain x >/dev/null || fail "enqueue plain"
 "$RJQ" --prefix sg group gq g1 --concurrency 2 >/dev/null || fail "rjq group --concurrency"
+# g2: a rate limit (50 starts a second) and a bound (100 ready jobs); g3:
+# a rate over a window of 250 ms, no bound
+"$RJQ" --prefix sg group gq g2 --rate 50 --max-waiting 100 >/dev/null || fail "rjq group --rate --max-waiting"
+"$RJQ" --prefix sg group gq g3 --rate 7/250 >/dev/null || fail "rjq group --rate N/MS"
+# gd: the defaults of every group (a rate of 20 per 500 ms, a bound of
+# 30), which d2's own bound (5) overrides: each listed with those in effect
+"$RJQ" --prefix sg group gd '*' --rate 20/500 --max-waiting 30 >/dev/null || fail "rjq group gd '*'"
+"$RJQ" --prefix sg group gd d2 --max-waiting 5 >/dev/null || fail "rjq group gd d2"
+enq gd d1 2; enq gd d2 1
 # sh: a sharded queue (2 shards), each group on one shard (crc16(group) mod
 # 2): s1 and s3 on sh~0-0, s2 and s4 on sh~1-0 (checked below)
 "$RJQ" --prefix sg shards sh 2 >/dev/null || fail "rjq shards"
 enq sh s1 5; enq sh s2 4; enq sh s3 3; enq sh s4 2
+"$RJQ" --prefix sg group sh s3 --rate 9/2000 --max-waiting 40 >/dev/null || fail "rjq group sh s3"
 shard_groups() { "$RJQ" --prefix sg groups "$1" | tail -n +2 | cut -d' ' -f1 | tr '\n' ' '; }
 check; [ "$(shard_groups 'sh~0-0')/$(shard_groups 'sh~1-0')" = "s1 s3 /s2 s4 " ] ||
     fail "sh's groups on both shards: $(shard_groups 'sh~0-0')/$(shard_groups 'sh~1-0')"
 
-start_serve rw --queues 'gq,plain,gw,sh' --metrics-groups 3
+start_serve rw --queues 'gq,plain,gw,sh,gd' --metrics-groups 3
 
 # ---- the listing ----------------------------------------------------------------------
 get "$BASE/v1/queues/gq/groups"
@@ -54,15 +65,27 @@ check; [ "$(json '(d["queue"], d["total"], d["offset"], [(g["name"], g["depth"],
     fail "the groups, deepest first: $BODY"
 check; [ "$(json '[(g["concurrency"], g["weight"], g["paused"]) for g in d["groups"][:2]]')" = \
     "[(None, 1, False), (2, 1, False)]" ] || fail "settings: big has no limit, g1 2: $BODY"
+# each group's fields, exactly; its rate limit and bound (null: none)
+check; [ "$(json '[sorted(g) for g in d["groups"]][0]')" = \
+    "['active', 'concurrency', 'depth', 'max_waiting', 'name', 'paused', 'rate', 'rate_window_ms', 'started', 'weight']" ] ||
+    fail "a group's fields: $BODY"
+check; [ "$(json '[(g["name"], g["rate"], g["rate_window_ms"], g["max_waiting"]) for g in d["groups"]]')" = \
+    "[('big', None, None, None), ('g1', None, None, None), ('g2', 50, 1000, 100), ('g3', 7, 250, None), ('g4', None, None, None)]" ] ||
+    fail "rates and bounds: g2 50/1000 ms bound 100, g3 7/250 ms: $BODY"
+get "$BASE/v1/queues/gd/groups"
+check; [ "$(json '[(g["name"], g["rate"], g["rate_window_ms"], g["max_waiting"]) for g in d["groups"]]')" = \
+    "[('d1', 20, 500, 30), ('d2', 20, 500, 5)]" ] || fail "gd: the defaults in effect, d2's own bound: $BODY"
 get "$BASE/v1/queues/gq/groups?offset=1&limit=2"
 check; [ "$(json '[g["name"] for g in d["groups"]], d["total"]')" = "(['g1', 'g2'], 5)" ] ||
     fail "offset 1 limit 2: $BODY"
 get "$BASE/v1/queues/gq/groups?limit=0"
 check; [ "$CODE" = 400 ] || fail "limit=0: $CODE $BODY"
 get "$BASE/v1/queues/gq/groups/g3"
-check; [ "$(json '(d["name"], d["depth"], d["paused"])')" = "('g3', 2, False)" ] || fail "one group: $BODY"
+check; [ "$(json '(d["name"], d["depth"], d["paused"], d["rate"], d["rate_window_ms"], d["max_waiting"])')" = \
+    "('g3', 2, False, 7, 250, None)" ] || fail "one group: $BODY"
 get "$BASE/v1/queues/gq/groups/nobody"
-check; [ "$CODE $(json '(d["name"], d["depth"], d["active"])')" = "200 ('nobody', 0, 0)" ] ||
+check; [ "$CODE $(json '(d["name"], d["depth"], d["active"], d["concurrency"], d["weight"], d["rate"], d["rate_window_ms"], d["max_waiting"], d["started"])')" = \
+    "200 ('nobody', 0, 0, None, 1, None, None, None, 0)" ] ||
     fail "a group without jobs: $CODE $BODY"
 get "$BASE/v1/queues/gq/groups/bad%20name"
 check; [ "$CODE" = 400 ] || fail "a bad group name: $CODE $BODY"
@@ -73,6 +96,8 @@ get "$BASE/v1/queues/sh/groups"
 check; [ "$CODE $(json '(d["queue"], d["total"], [(g["name"], g["depth"]) for g in d["groups"]], "sharded" in d)')" = \
     "200 ('sh', 4, [('s1', 5), ('s2', 4), ('s3', 3), ('s4', 2)], False)" ] ||
     fail "a sharded queue's groups, merged: $CODE $BODY"
+check; [ "$(json '[(g["name"], g["rate"], g["rate_window_ms"], g["max_waiting"]) for g in d["groups"] if g["rate"]]')" = \
+    "[('s3', 9, 2000, 40)]" ] || fail "sh: s3's rate and bound, from its shard: $BODY"
 get "$BASE/v1/queues/sh/groups?offset=1&limit=2"
 check; [ "$(json '[g["name"] for g in d["groups"]], d["total"]')" = "(['s2', 's3'], 4)" ] ||
     fail "sh: offset 1 limit 2: $BODY"

@@ -1,9 +1,10 @@
 // The queue page's busiest job groups, in a real browser: run by
 // tests/dashboard_groups.sh, which enqueues tenants' jobs in groups acme
-// (7), globex (3, concurrency 2) and initech (1), a plain queue's job, a
-// sharded queue's (2 shards) groups s1..s4 (4..1 jobs), and starts rjq
-// serve (a worker of queue runs only: the other jobs wait). Env: BASE,
-// CHROMIUM, ART, RJQ.
+// (7, 50 starts a second, bound 500), globex (3, concurrency 2) and
+// initech (1, 3 starts per 250 ms), a plain queue's job, a sharded
+// queue's (2 shards) groups s1..s4 (4..1 jobs; s3 2 starts a minute,
+// bound 9), and starts rjq serve (a worker of queue runs only: the other
+// jobs wait). Env: BASE, CHROMIUM, ART, RJQ.
 import { check, api, until, openPage, shotShowsOn, finish } from './lib.mjs';
 
 const { BASE, ART } = process.env;
@@ -20,6 +21,17 @@ try {
   check(await cell('acme', 'ready') === 7 && await cell('acme', 'active') === 0, 'acme: 7 ready, 0 active');
   check((await page.textContent(`${row('globex')} td:nth-child(5)`)) === '2', 'globex: concurrency 2');
   check((await page.textContent(`${row('acme')} td:nth-child(5)`)) === 'none', 'acme: no limit');
+  // each group's rate limit and bound ('–': none)
+  const heads = await page.locator('#group-table thead th').evaluateAll(hs => hs.map(h => h.textContent));
+  check(JSON.stringify(heads.slice(0, 8)) === '["group","ready","active","starts/s","concurrency","weight","rate","bound"]',
+    'the columns: ' + heads);
+  const text = async (g, stat) => page.textContent(`${row(g)} td[data-stat="${stat}"]`);
+  check(await text('acme', 'rate') === '50/1s' && await text('acme', 'bound') === '500',
+    'acme: 50/1s, bound 500: ' + await text('acme', 'rate') + ' ' + await text('acme', 'bound'));
+  check(await text('initech', 'rate') === '3/250ms' && await text('initech', 'bound') === '\u2013',
+    'initech: 3/250ms, no bound: ' + await text('initech', 'rate') + ' ' + await text('initech', 'bound'));
+  check(await text('globex', 'rate') === '\u2013' && await text('globex', 'bound') === '\u2013',
+    'globex: no rate, no bound');
   check(/3 groups with jobs/.test(await page.textContent('#groups h3')), 'the heading counts 3 groups');
   await shotShowsOn(page, 'groups-queue', [`${row('acme')}`, `${row('initech')}`,
     `${row('globex')} button[data-action="pause"]`]);
@@ -66,6 +78,9 @@ try {
   const snames = await page.locator('#group-table tbody tr').evaluateAll(rs => rs.map(r => r.dataset.group));
   check(JSON.stringify(snames) === '["s1","s2","s3","s4"]', 'sharded: merged, deepest first: ' + snames);
   check(await cell('s1', 'ready') === 4 && await cell('s4', 'ready') === 1, 'sharded: s1 4 ready, s4 1');
+  check(await text('s3', 'rate') === '2/1min' && await text('s3', 'bound') === '9' &&
+    await text('s1', 'rate') === '\u2013', 'sharded: s3\'s 2/1min and bound 9, from its shard: ' +
+    await text('s3', 'rate') + ' ' + await text('s3', 'bound'));
   check(/4 groups with jobs/.test(await page.textContent('#groups h3')), 'sharded: the heading counts 4 groups');
   await page.click(`${row('s2')} button[data-action="pause"]`);
   await until('s2 shows paused', async () =>

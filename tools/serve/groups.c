@@ -168,12 +168,18 @@ static void gcall_sent(gcall *c, int rc) {
     gcall_free(c);
 }
 
-json_t *groups_info_json(const char *name, long long depth, long long active, int concurrency,
-                         int weight, int paused, long long started) {
-    return json_pack("{so sI sI so si sb sI}", "name", json_name(name), "depth", (json_int_t)depth,
-                     "active", (json_int_t)active, "concurrency",
-                     concurrency >= 0 ? json_integer(concurrency) : json_null(), "weight", weight,
-                     "paused", paused, "started", (json_int_t)started);
+/* (none, 0 in rjq_group_info: null, as concurrency's -1) */
+static json_t *limit_json(long v) {
+    return v > 0 ? json_integer(v) : json_null();
+}
+
+json_t *groups_info_json(const rjq_group_info *g) {
+    return json_pack("{so sI sI so si sb so so so sI}", "name", json_name(g->name), "depth",
+                     (json_int_t)g->depth, "active", (json_int_t)g->active, "concurrency",
+                     g->concurrency >= 0 ? json_integer(g->concurrency) : json_null(), "weight",
+                     g->weight, "paused", g->paused, "rate", limit_json(g->rate),
+                     "rate_window_ms", limit_json(g->rate ? g->rate_window_ms : 0), "max_waiting",
+                     limit_json(g->max_waiting), "started", (json_int_t)g->started);
 }
 
 static void on_list(rjq_client *cl, int status, long long total, const rjq_group_info *list,
@@ -183,17 +189,12 @@ static void on_list(rjq_client *cl, int status, long long total, const rjq_group
     if (req && status != RJQ_OK) {
         reply_rjq_error(req, status, rjq_client_get_errmsg(cl));
     } else if (req && c->one) {
-        reply_json(req, 200,
-                   n == 1 ? groups_info_json(list[0].name, list[0].depth, list[0].active,
-                                             list[0].concurrency, list[0].weight, list[0].paused,
-                                             list[0].started)
-                          : groups_info_json(c->group, 0, 0, -1, 1, 0, 0));
+        rjq_group_info none = {.name = c->group, .concurrency = -1, .weight = 1};
+        reply_json(req, 200, groups_info_json(n == 1 ? &list[0] : &none));
     } else if (req) {
         json_t *a = json_array();
         for (size_t i = 0; a && i < n; i++)
-            json_array_append_new(a, groups_info_json(list[i].name, list[i].depth, list[i].active,
-                                                      list[i].concurrency, list[i].weight,
-                                                      list[i].paused, list[i].started));
+            json_array_append_new(a, groups_info_json(&list[i]));
         reply_json(req, 200,
                    a ? json_pack("{so sI sI so}", "queue", json_name(c->q->name), "total",
                                  (json_int_t)total, "offset", (json_int_t)c->offset, "groups", a)

@@ -394,10 +394,10 @@ void groups_forget(squeue *q);
 /* groups.c: the families of the busiest groups in /metrics (listed: the
  * queues of their own there). */
 void groups_metrics(FILE *out, server *s, int (*listed)(const server *, const squeue *));
-/* groups.c: one group as the API's JSON (concurrency < 0: null; started:
- * its started counter, rjq_group_info.started). */
-json_t *groups_info_json(const char *name, long long depth, long long active, int concurrency,
-                         int weight, int paused, long long started);
+/* groups.c: one group as the API's JSON (concurrency < 0: null; rate,
+ * rate_window_ms and max_waiting 0: null, none; started: its started
+ * counter, rjq_group_info.started). */
+json_t *groups_info_json(const rjq_group_info *g);
 /* metrics.c: GET /metrics. */
 void metrics_handle(server *s, struct evhttp_request *req);
 /* assets.c: GET of a dashboard file; 0 when path is not one. */

@@ -650,6 +650,13 @@ function queuePage(main, name, tab, offset) {
     startedPrev = next; startedAt = at;
     return rates;
   }
+  // a group's rate limit, short: 50/1s, 3/250ms, 10/2min ('–': none)
+  function windowText(w) {
+    if (w % 60000 === 0) return `${w / 60000}min`;
+    if (w % 1000 === 0) return `${w / 1000}s`;
+    return `${w}ms`;
+  }
+  const rateText = (g) => g.rate ? `${fmt(g.rate)}/${windowText(g.rate_window_ms)}` : '\u2013';
   function drawGroups(d) {
     if (!d || !d.groups || d.groups.length === 0) { groups.replaceChildren(); return; }
     const rates = startRates(d, Date.now());
@@ -657,7 +664,7 @@ function queuePage(main, name, tab, offset) {
     groups.replaceChildren(el('h3', {}, `busiest groups (${plural(d.total, 'group')} with jobs` +
         (d.total > d.groups.length ? `, the first ${d.groups.length} shown` : '') + ')'),
       el('table', { class: 'grouptable', id: 'group-table' },
-        el('thead', {}, el('tr', {}, ['group', 'ready', 'active', 'starts/s', 'concurrency', 'weight', '', '']
+        el('thead', {}, el('tr', {}, ['group', 'ready', 'active', 'starts/s', 'concurrency', 'weight', 'rate', 'bound', '', '']
           .map(h => el('th', {}, h)))),
         el('tbody', {}, d.groups.map(g => el('tr', { 'data-group': g.name },
           el('td', {}, g.name),
@@ -667,6 +674,12 @@ function queuePage(main, name, tab, offset) {
              rates.has(g.name) ? rates.get(g.name).toFixed(1) : '\u2013'),
           el('td', { class: 'num' }, g.concurrency === null ? 'none' : fmt(g.concurrency)),
           el('td', { class: 'num' }, fmt(g.weight)),
+          el('td', { class: 'num', 'data-stat': 'rate',
+                     title: g.rate ? `at most ${plural(g.rate, 'start')} in any ${ms(g.rate_window_ms)}` : 'no rate limit' },
+             rateText(g)),
+          el('td', { class: 'num', 'data-stat': 'bound',
+                     title: g.max_waiting ? `at most ${plural(g.max_waiting, 'ready job')}` : 'no bound' },
+             g.max_waiting ? fmt(g.max_waiting) : '\u2013'),
           el('td', {}, g.paused ? el('span', { class: 'badge paused' }, 'paused') : ''),
           el('td', {}, g.paused ? action('resume', () => groupAct(g.name, gpath(g.name, 'resume')))
                                 : action('pause', () => groupAct(g.name, gpath(g.name, 'pause')))))))));

@@ -15,6 +15,12 @@ export PYTHONPATH="$CG_BENCH_DIR${PYTHONPATH:+:$PYTHONPATH}"
 # $2 names the calling script in the message if it dies first; any further
 # arguments are valgrind options (e.g. --toggle-collect=fcallCommand).
 cg_redis_start() {
+  # (a port served already, another run's server, would be measured and
+  # its queues cleaned under it: its ping answering below before ours)
+  if redis-cli -p "$1" ping > /dev/null 2>&1; then
+    echo "$2: port $1 is served already (another run?): pick another CG_PORT" >&2
+    exit 1
+  fi
   valgrind --tool=callgrind "${@:3}" --callgrind-out-file="$OUT/redis.%p.cg" \
     redis-server --port "$1" --bind 127.0.0.1 --save '' --appendonly no --dir "$OUT" \
     > "$OUT/redis.log" 2>&1 &

@@ -26,10 +26,16 @@ cg_redis_start() {
     > "$OUT/redis.log" 2>&1 &
   CG_REDIS_PID=$!
   trap cg_redis_stop EXIT
-  until redis-cli -p "$1" ping > /dev/null 2>&1; do
+  # (until the server answering is this one: its process_id, valgrind's
+  # pid, is ours; a server that cannot listen dies, reported)
+  until [ "$(cg_redis_pid_on "$1")" = "$CG_REDIS_PID" ]; do
     kill -0 "$CG_REDIS_PID" 2> /dev/null || { echo "$2: redis-server died: $OUT/redis.log" >&2; exit 1; }
     sleep 0.2
   done
+}
+# The process id of the redis-server answering on port $1 ('' when none).
+cg_redis_pid_on() {
+  redis-cli -p "$1" info server 2> /dev/null | awk -F: '/^process_id:/ { sub(/\r$/, "", $2); print $2 }'
 }
 cg_redis_stop() { kill "$CG_REDIS_PID" 2> /dev/null || true; wait "$CG_REDIS_PID" 2> /dev/null || true; }
 

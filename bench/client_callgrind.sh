@@ -54,9 +54,12 @@ redis-server --port "$CG_PORT" --bind 127.0.0.1 --save '' --appendonly no --daem
   --pidfile "$OUT/redis.pid" --logfile "$OUT/redis.log" --dir "$OUT"
 cleanup() { [ -f "$OUT/redis.pid" ] && kill "$(cat "$OUT/redis.pid")" 2>/dev/null || true; }
 trap cleanup EXIT
-for _ in $(seq 100); do redis-cli -p "$CG_PORT" ping > /dev/null 2>&1 && break; sleep 0.1; done
-[ -s "$OUT/redis.pid" ] && kill -0 "$(cat "$OUT/redis.pid")" 2> /dev/null ||
-  { echo "client_callgrind.sh: redis-server did not start: $OUT/redis.log" >&2; exit 1; }
+# (until the server answering is the one started here: its process_id is
+# the pid file's; one that cannot listen exits, and is reported)
+pid_on() { redis-cli -p "$CG_PORT" info server 2> /dev/null | awk -F: '/^process_id:/ { sub(/\r$/, "", $2); print $2 }'; }
+for _ in $(seq 100); do [ -s "$OUT/redis.pid" ] && [ "$(pid_on)" = "$(cat "$OUT/redis.pid")" ] && break; sleep 0.1; done
+[ -s "$OUT/redis.pid" ] && [ "$(pid_on)" = "$(cat "$OUT/redis.pid")" ] ||
+  { echo "client_callgrind.sh: redis-server did not start on port $CG_PORT: $OUT/redis.log" >&2; exit 1; }
 
 printf '%-6s %10s %14s %s\n' case jobs 'instr/job' 'dump'
 # The instructions of callgrind dump $1 ("totals:" or "summary:").

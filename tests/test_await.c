@@ -1602,7 +1602,7 @@ TEST(awaited_job_of_a_format_2_queue_whose_worker_lost_its_lease_is_told_once_af
  * hands it back to run it again at once (the hand-back rings the
  * doorbell): either way the job completes once, without waiting for the
  * next visit of the queue, and the producer is told exactly once. */
-TEST(awaited_job_pushed_to_a_worker_paused_past_its_lease_is_handed_back_run_and_told_once) {
+TEST(awaited_job_pushed_to_a_worker_paused_past_its_lease_runs_once_and_is_told_once) {
     aw_env e;
     aw_start(&e, NULL, NULL);
     e.pc = mk_client(e.base, &e.s, "producer", 20, NULL);

@@ -1532,8 +1532,10 @@ static void on_count_ok(rjq_client *c, int status, long long n, void *data) {
  * completion is refused (RJQ_ELEASELOST: rjq-bench's "worker: completion:
  * lease lost"), and the job, back in ready with the doorbell rung, runs
  * again on the same worker: the producer is told exactly once, with the
- * second run's result. */
-static void lost_lease_run(const char *queue, int conc, int format) {
+ * second run's result. With max_attempts 1 the sweep makes it dead
+ * instead: the producer is told that once (RJQ_EJOBDEAD, "lease
+ * expired"), at the sweep, and the refused completion changes nothing. */
+static void lost_lease_run(const char *queue, int conc, int format, int max_attempts) {
     aw_env e;
     aw_start(&e, NULL, NULL);
     e.pc = mk_client(e.base, &e.s, "producer", 20, NULL);
@@ -1550,8 +1552,11 @@ static void lost_lease_run(const char *queue, int conc, int format) {
     ASSERT(loop_until_server_int(e.base, e.rc, 1, 10000, "HLEN t:{%s}:idle", queue));
 
     rec rc;
-    rec_set(&rc, RJQ_OK, "run 2");
-    ASSERT_OK(rjq_enqueue_await(e.pq, "x", 1, NULL, NULL, on_outcome, &rc, NULL));
+    if (max_attempts == 1) rec_set(&rc, RJQ_EJOBDEAD, "lease expired");
+    else rec_set(&rc, RJQ_OK, "run 2");
+    rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
+    jo.max_attempts = max_attempts;
+    ASSERT_OK(rjq_enqueue_await(e.pq, "x", 1, &jo, NULL, on_outcome, &rc, NULL));
     lw_wait(e.base, &r, "h");
     int st;
     ASSERT_EQ(pid, waitpid(pid, &st, WUNTRACED));
@@ -1566,15 +1571,22 @@ static void lost_lease_run(const char *queue, int conc, int format) {
         WAIT_FOR(e.base, taken >= 0, 10000);
     }
     ASSERT_EQ(1, taken);
-    ASSERT_EQ(0, rc.calls);
+    if (max_attempts == 1) { /* dead: told at the sweep */
+        ASSERT(loop_until_count(e.base, &resolved, 1, 10000));
+        ASSERT_EQ(RJQ_EJOBDEAD, rc.status);
+    } else {
+        ASSERT_EQ(0, rc.calls);
+    }
     ASSERT_EQ(0, kill(pid, SIGCONT));
-    lw_wait(e.base, &r, "hLO");
+    const char *want = max_attempts == 1 ? "hL" : "hLO";
+    lw_wait(e.base, &r, want);
     ASSERT(loop_until_count(e.base, &resolved, 1, 10000));
     outcomes_barrier(e.base, e.rc, e.pc); /* a second outcome would be here */
     check_recs(&rc, 1, "lost-lease");
     ASSERT_EQ(1, resolved);
     ASSERT_EQ(0, rjq_client_count_awaits(e.pc));
-    ASSERT_STREQ("hLO", r.got);
+    (void)lw_reported(&r); /* (what else it reported meanwhile: a dead job has no rerun) */
+    ASSERT_STREQ(want, r.got);
     ASSERT_EQ(0, server_active_jobs(e.rc, queue));
 
     ASSERT_EQ(0, kill(pid, SIGKILL));
@@ -1585,13 +1597,18 @@ static void lost_lease_run(const char *queue, int conc, int format) {
 }
 
 TEST(awaited_job_whose_worker_lost_its_lease_mid_job_is_told_once_after_its_rerun) {
-    lost_lease_run("ll50", 50, 1); /* rjq-bench's worker: 50 slots */
-    lost_lease_run("ll1", 1, 1);
+    lost_lease_run("ll50", 50, 1, 0); /* rjq-bench's worker: 50 slots */
+    lost_lease_run("ll1", 1, 1, 0);
 }
 
 TEST(awaited_job_of_a_format_2_queue_whose_worker_lost_its_lease_is_told_once_after_its_rerun) {
-    lost_lease_run("ll50f2", 50, 2); /* the reply channel in the pushed job's state */
-    lost_lease_run("ll1f2", 1, 2);
+    lost_lease_run("ll50f2", 50, 2, 0); /* the reply channel in the pushed job's state */
+    lost_lease_run("ll1f2", 1, 2, 0);
+}
+
+TEST(awaited_job_whose_worker_lost_its_lease_on_its_last_attempt_is_told_dead_once) {
+    lost_lease_run("lld", 50, 1, 1);
+    lost_lease_run("lldf2", 50, 2, 1);
 }
 
 /* The worker process is paused (SIGSTOP) before the push of an awaited job

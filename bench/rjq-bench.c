@@ -1198,16 +1198,17 @@ static void seq_stuck(int stuck, double elapsed) {
     redisReply *k = redisCommand(r, "SCAN 0 MATCH %s COUNT 100000", KEY_PATTERN);
     redisReply *rd = redisCommand(r, "LLEN rjq:{" QNAME "}:ready");
     redisReply *ac = redisCommand(r, "ZCARD rjq:{" QNAME "}:active");
-    long long keys = k && k->type == REDIS_REPLY_ARRAY && k->elements == 2 ? (long long)k->element[1]->elements : -1;
+    long long keys =
+        k && k->type == REDIS_REPLY_ARRAY && k->elements == 2 ? (long long)k->element[1]->elements : -1;
     long long ready = rd && rd->type == REDIS_REPLY_INTEGER ? rd->integer : -1;
     long long active = ac && ac->type == REDIS_REPLY_INTEGER ? ac->integer : -1;
+    const char *gone = ": the job is neither waiting nor running (its keys deleted under the run: is "
+                       "another run cleaning queue \"" QNAME "\" on this redis-server?)";
     fprintf(stderr,
-            "rjq-bench: awaited-seq: job %ld of %ld had no outcome %s (%.0f s into the run): given up; the queue "
-            "holds %lld ready, %lld active jobs, %lld keys%s\n",
-            L.finished + 1, L.total, stuck ? "for STALL_S seconds" : "by TIMEOUT", elapsed, ready, active, keys,
-            ready == 0 && active == 0 ? ": the job is neither waiting nor running (its keys deleted under the "
-                                        "run: is another run cleaning queue \"" QNAME "\" on this redis-server?)"
-                                      : "");
+            "rjq-bench: awaited-seq: job %ld of %ld had no outcome %s (%.0f s into the run): given up; "
+            "the queue holds %lld ready, %lld active jobs, %lld keys%s\n",
+            L.finished + 1, L.total, stuck ? "for STALL_S seconds" : "by TIMEOUT", elapsed, ready, active,
+            keys, ready == 0 && active == 0 ? gone : "");
     freeReplyObject(k);
     freeReplyObject(rd);
     freeReplyObject(ac);

@@ -15,10 +15,10 @@ export PYTHONPATH="$CG_BENCH_DIR${PYTHONPATH:+:$PYTHONPATH}"
 # $2 names the calling script in the message if it dies first; any further
 # arguments are valgrind options (e.g. --toggle-collect=fcallCommand).
 cg_redis_start() {
-  # A port another server answers on would be measured instead of ours
-  # (its ping answered at once, ours dead on a busy port): refused.
+  # (a port served already, another run's server, would be measured and
+  # its queues cleaned under it: its ping answering below before ours)
   if redis-cli -p "$1" ping > /dev/null 2>&1; then
-    echo "$2: port $1 already answers (another redis-server): pick another CG_PORT" >&2
+    echo "$2: port $1 is served already (another run?): pick another CG_PORT" >&2
     exit 1
   fi
   valgrind --tool=callgrind "${@:3}" --callgrind-out-file="$OUT/redis.%p.cg" \
@@ -26,11 +26,16 @@ cg_redis_start() {
     > "$OUT/redis.log" 2>&1 &
   CG_REDIS_PID=$!
   trap cg_redis_stop EXIT
-  until redis-cli -p "$1" ping > /dev/null 2>&1; do
+  # (until the server answering is this one: its process_id, valgrind's
+  # pid, is ours; a server that cannot listen dies, reported)
+  until [ "$(cg_redis_pid_on "$1")" = "$CG_REDIS_PID" ]; do
     kill -0 "$CG_REDIS_PID" 2> /dev/null || { echo "$2: redis-server died: $OUT/redis.log" >&2; exit 1; }
     sleep 0.2
   done
-  kill -0 "$CG_REDIS_PID" 2> /dev/null || { echo "$2: redis-server died: $OUT/redis.log" >&2; exit 1; }
+}
+# The process id of the redis-server answering on port $1 ('' when none).
+cg_redis_pid_on() {
+  redis-cli -p "$1" info server 2> /dev/null | awk -F: '/^process_id:/ { sub(/\r$/, "", $2); print $2 }'
 }
 cg_redis_stop() { kill "$CG_REDIS_PID" 2> /dev/null || true; wait "$CG_REDIS_PID" 2> /dev/null || true; }
 

@@ -43,15 +43,23 @@ OUT=$(cd "$OUT" && pwd)
 cases=("$@")
 [ ${#cases[@]} -gt 0 ] || cases=(18 16k)
 
+# A port already served (another run's server: CG_PORT's default is shared)
+# would be used silently (redis-server --daemonize exits 0 even when it
+# cannot listen), its queue cleaned under the other run's jobs: refused.
 if redis-cli -p "$CG_PORT" ping > /dev/null 2>&1; then
-  echo "client_callgrind.sh: a server already answers on port $CG_PORT (CG_PORT): not ours, pick another" >&2
+  echo "client_callgrind.sh: port $CG_PORT is served already (another run?): pick another CG_PORT" >&2
   exit 1
 fi
 redis-server --port "$CG_PORT" --bind 127.0.0.1 --save '' --appendonly no --daemonize yes \
   --pidfile "$OUT/redis.pid" --logfile "$OUT/redis.log" --dir "$OUT"
 cleanup() { [ -f "$OUT/redis.pid" ] && kill "$(cat "$OUT/redis.pid")" 2>/dev/null || true; }
 trap cleanup EXIT
-for _ in $(seq 100); do redis-cli -p "$CG_PORT" ping > /dev/null 2>&1 && break; sleep 0.1; done
+# (until the server answering is the one started here: its process_id is
+# the pid file's; one that cannot listen exits, and is reported)
+pid_on() { redis-cli -p "$CG_PORT" info server 2> /dev/null | awk -F: '/^process_id:/ { sub(/\r$/, "", $2); print $2 }'; }
+for _ in $(seq 100); do [ -s "$OUT/redis.pid" ] && [ "$(pid_on)" = "$(cat "$OUT/redis.pid")" ] && break; sleep 0.1; done
+[ -s "$OUT/redis.pid" ] && [ "$(pid_on)" = "$(cat "$OUT/redis.pid")" ] ||
+  { echo "client_callgrind.sh: redis-server did not start on port $CG_PORT: $OUT/redis.log" >&2; exit 1; }
 
 printf '%-6s %10s %14s %s\n' case jobs 'instr/job' 'dump'
 # The instructions of callgrind dump $1 ("totals:" or "summary:").

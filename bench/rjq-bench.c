@@ -15,6 +15,11 @@
  * QUEUE_FORMAT (latency, awaited-seq: 2 sets the queue's format 2 first,
  * rjq_queue_set_format; bench/callgrind.sh's rjq2-* cases,
  * bench/native_await_floor.sh's rjq2 rows).
+ * STALL_S (awaited-seq, 120; 0: off): the run gives up when no awaited job
+ * has finished for this long (a job lost: its await has no timeout), says
+ * what the queue holds, and reports "ok":false instead of hanging.
+ * LEASE_MS (latency, awaited-seq: the worker process's lease_ms; unset or
+ * 0: the library's default, 30000).
  *
  * The last stdout line is the JSON result. Each case measures only its own
  * phase from inside the measured process: Redis INFO snapshots (a separate
@@ -64,7 +69,7 @@
 static struct config {
     const char *host;
     int port;
-    long n, bulk, bulk_window, window, conc, rate, secs, depth, warm, timeout_s;
+    long n, bulk, bulk_window, window, conc, rate, secs, depth, warm, timeout_s, stall_s;
     long payload_bytes;       /* PAYLOAD_BYTES: each payload's length (0: tiny) */
     long groups;              /* JOB_GROUPS: drain (and awaited-seq) jobs spread over this many job groups (0: none) */
     size_t payload_max;       /* room for one payload and its NUL */
@@ -115,6 +120,7 @@ static void load_config(void) {
     C.groups = env_long("JOB_GROUPS", 0); /* (not GROUPS: a bash variable) */
     C.warm = env_long("WARM", 10);
     C.timeout_s = env_long("TIMEOUT", 120);
+    C.stall_s = env_long("STALL_S", 120);
     C.retention_ms = env_signed("RETENTION_MS");
     C.completed_max = (long)env_signed("COMPLETED_MAX");
     C.history_flush_ms = env_signed("HISTORY_FLUSH_MS");
@@ -371,6 +377,11 @@ static long prog_total;
 static int prog_shown;
 static double deadline; /* 0: none */
 static int timed_out;
+/* progress_watch: a wait (loop_until) ends, stalled set, once the progress
+ * counter has not moved for prog_stall_s (0: not watched) */
+static double prog_stall_s, prog_moved_at;
+static long prog_last;
+static int stalled;
 
 static void progress_print(void) {
     if (prog_what == NULL || prog_done == NULL || !C.tty) return;
@@ -382,6 +393,17 @@ static void progress(const char *what, const long *done, long total) {
     prog_what = what;
     prog_done = done;
     prog_total = total;
+    prog_stall_s = 0;
+}
+
+/* The waits until progress_end() give up (timed_out, stalled) when the
+ * progress counter stays still for secs (0: never): checked by the
+ * heartbeat, so nothing is added per job. */
+static void progress_watch(double secs) {
+    prog_stall_s = secs;
+    prog_last = prog_done ? *prog_done : 0;
+    prog_moved_at = now_s();
+    stalled = 0;
 }
 
 static void progress_end(void) {
@@ -392,12 +414,23 @@ static void progress_end(void) {
     prog_what = NULL;
     prog_done = NULL;
     prog_shown = 0;
+    prog_stall_s = 0;
 }
 
 static void on_heartbeat(evutil_socket_t fd, short what, void *arg) {
     (void)fd, (void)what, (void)arg;
     progress_print();
-    if (deadline > 0 && now_s() > deadline) timed_out = 1;
+    double t = now_s();
+    if (deadline > 0 && t > deadline) timed_out = 1;
+    if (prog_done != NULL && prog_stall_s > 0) {
+        if (*prog_done != prog_last) {
+            prog_last = *prog_done;
+            prog_moved_at = t;
+        } else if (t - prog_moved_at > prog_stall_s) {
+            stalled = 1;
+            timed_out = 1;
+        }
+    }
 }
 
 /* precise: the latency producer's loop. libevent's default clock is the
@@ -862,7 +895,9 @@ static long serve_done;
 static void serve_job_done(rjq_client *c, int status, void *data) {
     (void)c, (void)data;
     if (status == RJQ_OK) serve_done++;
-    else fprintf(stderr, "rjq-bench: worker: completion: %s\n", rjq_strerror(status));
+    else /* (the worker serves on: a job whose lease was lost runs again
+          * once a lease sweep took it back, its await told then) */
+        fprintf(stderr, "rjq-bench: worker: completion: %s\n", rjq_strerror(status));
 }
 
 static void serve_handler(rjq_job *job, void *data) {
@@ -879,6 +914,7 @@ static int serve_worker(int ready_fd, int stop_fd) {
     /* RECLAIM_MS (bench/callgrind.sh): the worker's visits of the queue
      * (sweeps, looks for work) go by the clock, not by the job */
     if (env_long("RECLAIM_MS", 0) > 0) wo.reclaim_ms = env_long("RECLAIM_MS", 0);
+    if (env_long("LEASE_MS", 0) > 0) wo.lease_ms = env_long("LEASE_MS", 0);
     rjq_worker *w;
     int rc = rjq_worker_start(queue, &wo, serve_handler, NULL, &w);
     if (rc != RJQ_OK) die("worker: rjq_worker_start: %s", rjq_strerror(rc));
@@ -1151,6 +1187,34 @@ static void seq_send(long i) {
     }
 }
 
+/* awaited-seq gave up waiting (STALL_S, or TIMEOUT): which job, and what
+ * the queue holds, so a lost job is told apart from a slow machine. A job
+ * neither ready nor active was deleted under the run: another run's
+ * clean_queue on the same redis-server (a port taken twice) makes the
+ * worker's completion "lease lost" and leaves the await without an
+ * outcome (it has no timeout), which hung the run before STALL_S. */
+static void seq_stuck(int stuck, double elapsed) {
+    redisContext *r = sync_connect();
+    redisReply *k = redisCommand(r, "SCAN 0 MATCH %s COUNT 100000", KEY_PATTERN);
+    redisReply *rd = redisCommand(r, "LLEN rjq:{" QNAME "}:ready");
+    redisReply *ac = redisCommand(r, "ZCARD rjq:{" QNAME "}:active");
+    long long keys =
+        k && k->type == REDIS_REPLY_ARRAY && k->elements == 2 ? (long long)k->element[1]->elements : -1;
+    long long ready = rd && rd->type == REDIS_REPLY_INTEGER ? rd->integer : -1;
+    long long active = ac && ac->type == REDIS_REPLY_INTEGER ? ac->integer : -1;
+    const char *gone = ": the job is neither waiting nor running (its keys deleted under the run: is "
+                       "another run cleaning queue \"" QNAME "\" on this redis-server?)";
+    fprintf(stderr,
+            "rjq-bench: awaited-seq: job %ld of %ld had no outcome %s (%.0f s into the run): given up; "
+            "the queue holds %lld ready, %lld active jobs, %lld keys%s\n",
+            L.finished + 1, L.total, stuck ? "for STALL_S seconds" : "by TIMEOUT", elapsed, ready, active,
+            keys, ready == 0 && active == 0 ? gone : "");
+    freeReplyObject(k);
+    freeReplyObject(rd);
+    freeReplyObject(ac);
+    redisFree(r);
+}
+
 static int case_awaited_seq(void) {
     char name[96];
     snprintf(name, sizeof name, "awaited-seq(c=%ld)", C.conc);
@@ -1199,14 +1263,17 @@ static int case_awaited_seq(void) {
     double cpu0 = cpu_s();
     L.t0 = now_s();
     progress(name, &L.finished, L.total);
+    progress_watch((double)C.stall_s);
     seq_send(0);
     loop_until(&L.all_done, (double)C.timeout_s);
+    int stuck = stalled;
     progress_end();
     double cpu = cpu_s() - cpu0, elapsed = now_s() - L.t0;
     cg_client(1);
     cg_mark("dump");
     redis_snap(&r1);
 
+    if (!L.all_done) seq_stuck(stuck, elapsed);
     int child_rc = stop_serve_worker(pid, stop_fd);
     if (L.errors)
         fprintf(stderr, "rjq-bench: %ld awaits failed, last: %s (%s)\n", L.errors, rjq_strerror(L.last_err),

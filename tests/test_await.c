@@ -7,10 +7,13 @@
  * of its callback, so "exactly once" and "its own result" are checked per
  * await. Timeouts passed to the loop helpers are only safety nets.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <malloc.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <rjq/libevent.h>
@@ -1424,5 +1427,234 @@ TEST(older_reply_channels_and_messages_still_work) {
     outcomes_barrier(e.base, e.rc, e.pc);
     ASSERT_EQ(2, resolved);
     recs_free(r, 3);
+    aw_stop(&e);
+}
+
+/* ---- a worker process that loses its lease mid-job ------------------------------ */
+
+/* The forked worker of lost_lease_run: a job's first attempt tells the
+ * parent ('h') and stops the whole process (SIGSTOP: a worker process
+ * descheduled, or paused, past its lease) before it completes; once
+ * continued it completes, and every completion's status goes to the
+ * parent ('L' lease lost, 'O' done, 'E' other). Later attempts complete
+ * at once with "run <attempt>". */
+static int lw_fd;
+static int lw_stop_first = 1; /* 0: every attempt completes at once */
+
+static void lw_write(char b) {
+    if (write(lw_fd, &b, 1) != 1) _exit(4);
+}
+
+static void lw_done(rjq_client *c, int status, void *data) {
+    (void)c, (void)data;
+    lw_write(status == RJQ_OK ? 'O' : status == RJQ_ELEASELOST ? 'L' : 'E');
+}
+
+static void lw_handler(rjq_job *job, void *data) {
+    (void)data;
+    int a = rjq_job_get_attempt(job);
+    if (a == 1) lw_write('h');
+    if (a == 1 && lw_stop_first) raise(SIGSTOP);
+    char res[32];
+    int n = snprintf(res, sizeof res, "run %d", a);
+    ASSERT_OK(rjq_job_complete(job, res, (size_t)n, lw_done, NULL));
+}
+
+/* A worker process on queue of s (concurrency conc, a lease of lease_ms,
+ * reclaim_ms (0: the default), the other options the defaults, as
+ * rjq-bench's awaited worker); *rfd: the read end of its reports
+ * (non-blocking). */
+static pid_t spawn_lw(const test_server *s, const char *queue, int conc, long lease_ms, long reclaim_ms,
+                      int *rfd) {
+    int fds[2];
+    ASSERT_EQ(0, pipe(fds));
+    pid_t pid = fork_child();
+    if (pid != 0) {
+        close(fds[1]);
+        ASSERT_EQ(0, fcntl(fds[0], F_SETFL, O_NONBLOCK));
+        *rfd = fds[0];
+        return pid;
+    }
+    close(fds[0]);
+    lw_fd = fds[1];
+    struct event_base *base = event_base_new();
+    rjq_client *c = client_for(base, s);
+    rjq_worker_options wo = RJQ_WORKER_OPTIONS_INIT;
+    wo.concurrency = conc;
+    wo.lease_ms = lease_ms;
+    wo.reclaim_ms = reclaim_ms;
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(queue_for(c, queue), &wo, lw_handler, NULL, &w));
+    serve_until_killed(base, 60000);
+}
+
+/* The reports read so far from a worker process, and the one waited for. */
+typedef struct lw_reports {
+    int fd;
+    char got[64];
+    size_t n;
+    const char *want;
+} lw_reports;
+
+static int lw_reported(void *arg) {
+    lw_reports *r = arg;
+    char b[16];
+    ssize_t k;
+    while (r->n + 1 < sizeof r->got && (k = read(r->fd, b, sizeof b)) > 0) {
+        for (ssize_t i = 0; i < k && r->n + 1 < sizeof r->got; i++) r->got[r->n++] = b[i];
+        r->got[r->n] = 0;
+    }
+    return strstr(r->got, r->want) != NULL;
+}
+
+static void lw_wait(struct event_base *base, lw_reports *r, const char *want) {
+    r->want = want;
+    if (!loop_until_cond(base, lw_reported, r, 20000))
+        FAIL_AT(__FILE__, __LINE__, "the worker process reported \"%s\", not \"%s\"", r->got, want);
+}
+
+static void on_swept(rjq_client *c, int status, long long n, void *data) {
+    (void)c;
+    ASSERT_OK(status);
+    *(long long *)data = n;
+}
+
+static void on_count_ok(rjq_client *c, int status, long long n, void *data) {
+    (void)c, (void)n;
+    ASSERT_OK(status);
+    *(int *)data = 1;
+}
+
+/* An awaited job (queue format `format`) is pushed to (or claimed by) a
+ * worker process of `conc` slots whose handler is then stopped (SIGSTOP)
+ * past its lease; a lease sweep (rjq_queue_reclaim, as the worker's own
+ * visit or any client's would) takes the job back. Continued, the worker's
+ * completion is refused (RJQ_ELEASELOST: rjq-bench's "worker: completion:
+ * lease lost"), and the job, back in ready with the doorbell rung, runs
+ * again on the same worker: the producer is told exactly once, with the
+ * second run's result. With max_attempts 1 the sweep makes it dead
+ * instead: the producer is told that once (RJQ_EJOBDEAD, "lease
+ * expired"), at the sweep, and the refused completion changes nothing. */
+static void lost_lease_run(const char *queue, int conc, int format, int max_attempts) {
+    aw_env e;
+    aw_start(&e, NULL, NULL);
+    e.pc = mk_client(e.base, &e.s, "producer", 20, NULL);
+    e.pq = queue_for(e.pc, queue);
+    if (format == 2) {
+        int set = 0;
+        ASSERT_OK(rjq_queue_set_format(e.pq, 2, on_count_ok, &set));
+        ASSERT(loop_until(e.base, &set, 5000));
+    }
+    lw_reports r = {0};
+    lw_stop_first = 1;
+    pid_t pid = spawn_lw(&e.s, queue, conc, 300, 0, &r.fd);
+    /* its push registration (enqueues then push to it, as in rjq-bench) */
+    ASSERT(loop_until_server_int(e.base, e.rc, 1, 10000, "HLEN t:{%s}:idle", queue));
+
+    rec rc;
+    if (max_attempts == 1) rec_set(&rc, RJQ_EJOBDEAD, "lease expired");
+    else rec_set(&rc, RJQ_OK, "run 2");
+    rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
+    jo.max_attempts = max_attempts;
+    ASSERT_OK(rjq_enqueue_await(e.pq, "x", 1, &jo, NULL, on_outcome, &rc, NULL));
+    lw_wait(e.base, &r, "h");
+    int st;
+    ASSERT_EQ(pid, waitpid(pid, &st, WUNTRACED));
+    ASSERT(WIFSTOPPED(st));
+    /* the sweep takes the job back once its lease has run out */
+    long long taken = 0;
+    double deadline = wait_deadline(20000);
+    while (taken == 0) {
+        ASSERT(wait_step(e.base, deadline));
+        taken = -1;
+        ASSERT_OK(rjq_queue_reclaim(e.pq, on_swept, &taken));
+        WAIT_FOR(e.base, taken >= 0, 10000);
+    }
+    ASSERT_EQ(1, taken);
+    if (max_attempts == 1) { /* dead: told at the sweep */
+        ASSERT(loop_until_count(e.base, &resolved, 1, 10000));
+        ASSERT_EQ(RJQ_EJOBDEAD, rc.status);
+    } else {
+        ASSERT_EQ(0, rc.calls);
+    }
+    ASSERT_EQ(0, kill(pid, SIGCONT));
+    const char *want = max_attempts == 1 ? "hL" : "hLO";
+    lw_wait(e.base, &r, want);
+    ASSERT(loop_until_count(e.base, &resolved, 1, 10000));
+    outcomes_barrier(e.base, e.rc, e.pc); /* a second outcome would be here */
+    check_recs(&rc, 1, "lost-lease");
+    ASSERT_EQ(1, resolved);
+    ASSERT_EQ(0, rjq_client_count_awaits(e.pc));
+    (void)lw_reported(&r); /* (what else it reported meanwhile: a dead job has no rerun) */
+    ASSERT_STREQ(want, r.got);
+    ASSERT_EQ(0, server_active_jobs(e.rc, queue));
+
+    ASSERT_EQ(0, kill(pid, SIGKILL));
+    reap(pid, 10000);
+    close(r.fd);
+    recs_free(&rc, 1);
+    aw_stop(&e);
+}
+
+TEST(awaited_job_whose_worker_lost_its_lease_mid_job_is_told_once_after_its_rerun) {
+    lost_lease_run("ll50", 50, 1, 0); /* rjq-bench's worker: 50 slots */
+    lost_lease_run("ll1", 1, 1, 0);
+}
+
+TEST(awaited_job_of_a_format_2_queue_whose_worker_lost_its_lease_is_told_once_after_its_rerun) {
+    lost_lease_run("ll50f2", 50, 2, 0); /* the reply channel in the pushed job's state */
+    lost_lease_run("ll1f2", 1, 2, 0);
+}
+
+TEST(awaited_job_whose_worker_lost_its_lease_on_its_last_attempt_is_told_dead_once) {
+    lost_lease_run("lld", 50, 1, 1);
+    lost_lease_run("lldf2", 50, 2, 1);
+}
+
+/* The worker process is paused (SIGSTOP) before the push of an awaited job
+ * reaches it, until the job's lease is over by the server's clock; nothing
+ * sweeps meanwhile (its reclaim visits are ten minutes apart, no other
+ * client has workers). Continued, it runs the job (its lease merely ran
+ * out: the completion is accepted, rjq_job_complete) or finds it stale and
+ * hands it back to run it again at once (the hand-back rings the
+ * doorbell): either way the job completes once, without waiting for the
+ * next visit of the queue, and the producer is told exactly once. */
+TEST(awaited_job_pushed_to_a_worker_paused_past_its_lease_runs_once_and_is_told_once) {
+    aw_env e;
+    aw_start(&e, NULL, NULL);
+    e.pc = mk_client(e.base, &e.s, "producer", 20, NULL);
+    e.pq = queue_for(e.pc, "llp");
+    lw_reports r = {0};
+    lw_stop_first = 0;
+    pid_t pid = spawn_lw(&e.s, "llp", 50, 300, 600000, &r.fd);
+    ASSERT(loop_until_server_int(e.base, e.rc, 1, 10000, "HLEN t:{llp}:idle"));
+    /* (its registration's push channel subscribed: a push reaches it) */
+    redisReply *f = server_cmd(e.rc, "HKEYS t:{llp}:idle");
+    ASSERT(f->type == REDIS_REPLY_ARRAY && f->elements == 1 && strchr(f->element[0]->str, ' ') != NULL);
+    ASSERT(loop_until_numsub(e.base, e.rc, strchr(f->element[0]->str, ' ') + 1, 1, 10000));
+    freeReplyObject(f);
+    ASSERT_EQ(0, kill(pid, SIGSTOP));
+    int st;
+    ASSERT_EQ(pid, waitpid(pid, &st, WUNTRACED));
+    ASSERT(WIFSTOPPED(st));
+
+    rec rc;
+    rec_set(&rc, RJQ_OK, "run 1");
+    ASSERT_OK(rjq_enqueue_await(e.pq, "x", 1, NULL, NULL, on_outcome, &rc, NULL));
+    WAIT_FOR(e.base, server_active_jobs(e.rc, "llp") == 1, 10000); /* pushed */
+    ASSERT(loop_until_server_ms(e.base, e.rc, server_now_ms(e.rc) + 400, 10000)); /* past its lease */
+    ASSERT_EQ(0, kill(pid, SIGCONT));
+    ASSERT(loop_until_count(e.base, &resolved, 1, 20000));
+    outcomes_barrier(e.base, e.rc, e.pc);
+    check_recs(&rc, 1, "paused");
+    ASSERT_EQ(1, resolved);
+    lw_wait(e.base, &r, "O");
+    ASSERT_STREQ("hO", r.got);
+    ASSERT_EQ(0, server_active_jobs(e.rc, "llp"));
+
+    ASSERT_EQ(0, kill(pid, SIGKILL));
+    reap(pid, 10000);
+    close(r.fd);
+    recs_free(&rc, 1);
     aw_stop(&e);
 }

@@ -90,7 +90,9 @@
  * rjq_process_queue_get (rjq_processes_cb), rjq_master_get
  * (rjq_masters_cb), rjq_search_match_get (rjq_search_cb, rjq_find_cb),
  * rjq_schedule_info_get (rjq_schedules_cb) and rjq_batch_info_get
- * (rjq_batches_cb). Structs the library fills and hands over by pointer
+ * (rjq_batches_cb). (rjq_dep and rjq_header are also arrays the caller
+ * gives, rjq_job_options.after and .headers, without a size: they do not
+ * grow, as rjq_backoff.) Structs the library fills and hands over by pointer
  * (rjq_stats, rjq_job_info, rjq_outcome, ...) only ever grow at their end.
  * (rjq_backoff lives inside rjq_job_options and does not grow: new
  * retry options go into rjq_job_options.)
@@ -820,10 +822,11 @@ typedef struct rjq_header {
 } rjq_header;
 
 /* Element i of a headers array the library hands out (rjq_job_info.headers,
- * rjq_outcome.headers): fields may be added at the end; index with
- * rjq_header_get, never headers[i] for i > 0. NULL for a NULL list. (An
- * array the caller gives, rjq_job_options.headers, is read at this
- * header's sizeof.) */
+ * rjq_outcome.headers): index with rjq_header_get, never headers[i] for
+ * i > 0. NULL for a NULL list. (rjq_header is also an array the caller
+ * gives, rjq_job_options.headers, read at this header's sizeof: it does
+ * not grow without a size of its own; the accessor keeps every array the
+ * library hands out read one way.) */
 RJQ_API const rjq_header *rjq_header_get(const rjq_header *list, size_t i);
 
 /*
@@ -926,8 +929,10 @@ typedef struct rjq_dep {
 } rjq_dep;
 
 /* Element i of a dependents list the library hands out (rjq_dependents_cb,
- * rjq_job_deps_cb): fields may be added at the end; index with rjq_dep_get,
- * never list[i] for i > 0. NULL for a NULL list. */
+ * rjq_job_deps_cb): index with rjq_dep_get, never list[i] for i > 0. NULL
+ * for a NULL list. (rjq_dep is also an array the caller gives,
+ * rjq_job_options.after, read at this header's sizeof: as rjq_header, it
+ * does not grow without a size of its own.) */
 RJQ_API const rjq_dep *rjq_dep_get(const rjq_dep *list, size_t i);
 
 typedef struct rjq_job_options {

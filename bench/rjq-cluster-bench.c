@@ -98,9 +98,10 @@ static void on_info(rjq_client *c, int status, const rjq_master *list, size_t n,
     if (status != RJQ_OK) die("INFO on the masters", status);
     s->n = n < MASTERS_MAX ? n : MASTERS_MAX;
     for (size_t i = 0; i < s->n; i++) {
-        if (list[i].status != RJQ_OK || list[i].reply == NULL) die(list[i].address, list[i].status);
-        const char *t = list[i].reply;
-        snprintf(s->addr[i], sizeof s->addr[i], "%s", list[i].address);
+        const rjq_master *m = rjq_master_get(list, i);
+        if (m->status != RJQ_OK || m->reply == NULL) die(m->address, m->status);
+        const char *t = m->reply;
+        snprintf(s->addr[i], sizeof s->addr[i], "%s", m->address);
         s->cpu[i] = field(t, "used_cpu_sys:") + field(t, "used_cpu_user:");
         s->cpu_sys[i] = field(t, "used_cpu_sys:");
         s->cmds[i] = (long long)field(t, "total_commands_processed:");
@@ -125,9 +126,11 @@ static void on_cluster_info(rjq_client *c, int status, const rjq_master *list, s
                             void *data) {
     snap *s = data;
     (void)c;
-    for (size_t i = 0; status == RJQ_OK && i < n && i < s->n; i++)
-        if (list[i].status == RJQ_OK && list[i].reply) /* (a standalone server: an error) */
-            s->bus_pub[i] = (long long)field(list[i].reply, "cluster_stats_messages_publish_received:");
+    for (size_t i = 0; status == RJQ_OK && i < n && i < s->n; i++) {
+        const rjq_master *m = rjq_master_get(list, i);
+        if (m->status == RJQ_OK && m->reply) /* (a standalone server: an error) */
+            s->bus_pub[i] = (long long)field(m->reply, "cluster_stats_messages_publish_received:");
+    }
     s->done++;
 }
 
@@ -231,9 +234,10 @@ static void on_ranges(rjq_client *c, int status, const rjq_master *list, size_t 
     if (status != RJQ_OK) die("masters", status);
     g->n = n < MASTERS_MAX ? n : MASTERS_MAX;
     for (size_t i = 0; i < g->n; i++) {
-        g->nr[i] = list[i].nranges;
-        g->r[i] = malloc((2 * list[i].nranges + 1) * sizeof(int));
-        memcpy(g->r[i], list[i].ranges, 2 * list[i].nranges * sizeof(int));
+        const rjq_master *m = rjq_master_get(list, i);
+        g->nr[i] = m->nranges;
+        g->r[i] = malloc((2 * m->nranges + 1) * sizeof(int));
+        memcpy(g->r[i], m->ranges, 2 * m->nranges * sizeof(int));
     }
     g->done = 1;
 }

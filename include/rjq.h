@@ -75,11 +75,24 @@
  * means all defaults.
  *
  * Arrays: rjq_enqueue_batch() steps through items[] by items[0].size (every
- * item's size must be the same). The arrays the library hands to
- * callbacks (rjq_enqueued, rjq_process, rjq_process_queue,
- * rjq_schedule_info) may grow the same way: take element i with
- * rjq_<name>_at(list, i), never list[i] for i > 0 (element 0 is the
- * pointer itself). Structs the library fills and hands over by pointer
+ * item's size must be the same). The arrays of structs the library hands
+ * out (to callbacks, or in a struct it fills) may grow the same way: take
+ * element i with its accessor rjq_<name>_get(list, i), never list[i] for
+ * i > 0 (element 0 is the pointer itself). Each accessor returns NULL for
+ * a NULL list (an empty one: n 0) and, for i < n, the element the library
+ * wrote, whatever the size of the struct the caller was built with; i >= n
+ * is the caller's error, as list[i] is. They are: rjq_enqueued_get
+ * (rjq_enqueue_cb, rjq_flow_cb), rjq_dep_outcome_get and rjq_dep_get
+ * (rjq_dependencies_cb, rjq_dependents_cb, rjq_job_deps_cb),
+ * rjq_history_point_get (rjq_history_cb), rjq_group_info_get
+ * (rjq_groups_cb), rjq_attempt_get and rjq_header_get (rjq_job_info's
+ * history and headers, rjq_outcome's headers), rjq_process_get and
+ * rjq_process_queue_get (rjq_processes_cb), rjq_master_get
+ * (rjq_masters_cb), rjq_search_match_get (rjq_search_cb, rjq_find_cb),
+ * rjq_schedule_info_get (rjq_schedules_cb) and rjq_batch_info_get
+ * (rjq_batches_cb). (rjq_dep and rjq_header are also arrays the caller
+ * gives, rjq_job_options.after and .headers, without a size: they do not
+ * grow, as rjq_backoff.) Structs the library fills and hands over by pointer
  * (rjq_stats, rjq_job_info, rjq_outcome, ...) only ever grow at their end.
  * (rjq_backoff lives inside rjq_job_options and does not grow: new
  * retry options go into rjq_job_options.)
@@ -808,6 +821,14 @@ typedef struct rjq_header {
     const char *value;
 } rjq_header;
 
+/* Element i of a headers array the library hands out (rjq_job_info.headers,
+ * rjq_outcome.headers): index with rjq_header_get, never headers[i] for
+ * i > 0. NULL for a NULL list. (rjq_header is also an array the caller
+ * gives, rjq_job_options.headers, read at this header's sizeof: it does
+ * not grow without a size of its own; the accessor keeps every array the
+ * library hands out read one way.) */
+RJQ_API const rjq_header *rjq_header_get(const rjq_header *list, size_t i);
+
 /*
  * Dependencies (README "Dependencies and batches"). A job enqueued with
  * rjq_job_options.after waits for other jobs, of any queues of the same
@@ -906,6 +927,13 @@ typedef struct rjq_dep {
     const char *queue;
     const char *id;
 } rjq_dep;
+
+/* Element i of a dependents list the library hands out (rjq_dependents_cb,
+ * rjq_job_deps_cb): index with rjq_dep_get, never list[i] for i > 0. NULL
+ * for a NULL list. (rjq_dep is also an array the caller gives,
+ * rjq_job_options.after, read at this header's sizeof: as rjq_header, it
+ * does not grow without a size of its own.) */
+RJQ_API const rjq_dep *rjq_dep_get(const rjq_dep *list, size_t i);
 
 typedef struct rjq_job_options {
     size_t size; /* RJQ_JOB_OPTIONS_INIT sets it */
@@ -1939,6 +1967,11 @@ typedef struct rjq_group_info {
                             difference over their interval (`rjq top`) */
 } rjq_group_info;
 
+/* Element i of the list an rjq_groups_cb gets: fields may be added at the
+ * end (as `started` was); index with rjq_group_info_get, never list[i] for
+ * i > 0. NULL for a NULL list. */
+RJQ_API const rjq_group_info *rjq_group_info_get(const rjq_group_info *list, size_t i);
+
 /* total: the groups with ready or active jobs (one group asked for: 1,
  * or 0 when it has none); list: up to the count asked, deepest first. */
 typedef void rjq_groups_cb(rjq_client *c, int status, long long total, const rjq_group_info *list,
@@ -2006,11 +2039,11 @@ typedef struct rjq_job_info {
      * across a replay): the attempt running now, or the one that completed,
      * is the job's own started_ms, ended_ms, token and state. Recorded only
      * when an attempt fails or is lost: a completion costs nothing more.
-     * NULL and 0 when none. */
+     * NULL and 0 when none. Element i: rjq_attempt_get(history, i). */
     const struct rjq_attempt *history;
     size_t history_len;
     /* Its headers (rjq_job_options.headers), in the order given; NULL and
-     * 0 when none. */
+     * 0 when none. Element i: rjq_header_get(headers, i). */
     const rjq_header *headers;
     size_t nheaders;
 } rjq_job_info;
@@ -2027,6 +2060,10 @@ typedef struct rjq_attempt {
     const char *token;    /* its fencing token (client id '.' ...), NULL when
                              unknown */
 } rjq_attempt;
+
+/* Element i of rjq_job_info.history: fields may be added at the end; index
+ * with rjq_attempt_get, never history[i] for i > 0. NULL for a NULL list. */
+RJQ_API const rjq_attempt *rjq_attempt_get(const rjq_attempt *list, size_t i);
 
 typedef void rjq_job_info_cb(rjq_client *c, int status, const rjq_job_info *info,
                              void *data);
@@ -2166,6 +2203,11 @@ typedef struct rjq_master {
     size_t len;                   /* reply's bytes */
 } rjq_master;
 
+/* Element i of the list an rjq_masters_cb gets: fields may be added at the
+ * end; index with rjq_master_get, never list[i] for i > 0. NULL for a NULL
+ * list. */
+RJQ_API const rjq_master *rjq_master_get(const rjq_master *list, size_t i);
+
 typedef void rjq_masters_cb(rjq_client *c, int status, const rjq_master *list, size_t n,
                             void *data);
 
@@ -2233,6 +2275,11 @@ typedef struct rjq_search_match {
                           "active", "dead", "cancelled" or "completed" (within
                           the retention), as read then */
 } rjq_search_match;
+
+/* Element i of the matches an rjq_search_cb or rjq_find_cb gets: fields
+ * may be added at the end; index with rjq_search_match_get, never
+ * matches[i] for i > 0. NULL for a NULL list. */
+RJQ_API const rjq_search_match *rjq_search_match_get(const rjq_search_match *list, size_t i);
 
 /* cursor: where the next step starts ("0": the scan is over); scanned: the
  * payloads this step read; total: the jobs in the queue then (payloads
@@ -2840,8 +2887,14 @@ RJQ_API int rjq_batch_get(rjq_queue *bq, const char *id, rjq_batch_info_cb *cb, 
 RJQ_API int rjq_batch_await(rjq_queue *bq, const char *id, long timeout_ms,
                             rjq_batch_info_cb *cb, void *data);
 
-/* A page of batches (batches[0..n-1], valid during the callback), and the
- * cursor of the next page (NUL-terminated; NULL once the listing is over). */
+/* Element i of the batches an rjq_batches_cb gets: fields may be added at
+ * the end; index with rjq_batch_info_get, never batches[i] for i > 0. NULL
+ * for a NULL list. */
+RJQ_API const rjq_batch_info *rjq_batch_info_get(const rjq_batch_info *list, size_t i);
+
+/* A page of batches (n of them, rjq_batch_info_get(batches, i), valid
+ * during the callback), and the cursor of the next page (NUL-terminated;
+ * NULL once the listing is over). */
 typedef void rjq_batches_cb(rjq_client *c, int status, const rjq_batch_info *batches, size_t n,
                             const char *next, void *data);
 

@@ -987,3 +987,15 @@ int rjq__queue_dead_one(rjq_queue *q, long offset, long limit, rjq_ids_cb *cb, v
     rjq__argv_ll(&a, offset + limit - 1);
     return send_admin(q, -1, on_ids, (admin_cb){.ids = cb}, data, &a);
 }
+
+/* Element i of the matches of rjq_queue_search's and rjq_queue_find's callbacks (rjq.h "Extensible structs": the library's own
+ * stride, whatever sizeof the caller was built with). */
+const rjq_search_match *rjq_search_match_get(const rjq_search_match *list, size_t i) {
+    return list ? &list[i] : NULL;
+}
+
+/* Element i of rjq_job_info.history (rjq.h "Extensible structs": the library's own
+ * stride, whatever sizeof the caller was built with). */
+const rjq_attempt *rjq_attempt_get(const rjq_attempt *list, size_t i) {
+    return list ? &list[i] : NULL;
+}

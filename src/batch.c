@@ -723,3 +723,9 @@ static void state_close(rjq_client *c, void *state) {
     if (st->timer_ok) rjq__timer_teardown(c, &st->flush);
     free(st);
 }
+
+/* Element i of the page an rjq_batches_cb gets (rjq.h "Extensible structs": the library's own
+ * stride, whatever sizeof the caller was built with). */
+const rjq_batch_info *rjq_batch_info_get(const rjq_batch_info *list, size_t i) {
+    return list ? &list[i] : NULL;
+}

@@ -375,3 +375,9 @@ int rjq__queue_dependents_one(rjq_queue *q, const char *id, rjq_dependents_cb *c
     if (rc != RJQ_OK) free(d);
     return rc;
 }
+
+/* Element i of the dependents an rjq_dependents_cb or rjq_job_deps_cb gets (rjq.h "Extensible structs": the library's own
+ * stride, whatever sizeof the caller was built with). */
+const rjq_dep *rjq_dep_get(const rjq_dep *list, size_t i) {
+    return list ? &list[i] : NULL;
+}

@@ -210,3 +210,9 @@ int rjq__groups_list(rjq_queue *q, const char *group, long offset, long count, r
     if (rc != RJQ_OK) free(x);
     return rc;
 }
+
+/* Element i of the list an rjq_groups_cb gets (rjq.h "Extensible structs": the library's own
+ * stride, whatever sizeof the caller was built with). */
+const rjq_group_info *rjq_group_info_get(const rjq_group_info *list, size_t i) {
+    return list ? &list[i] : NULL;
+}

@@ -154,3 +154,9 @@ rjq_header *rjq__headers_read(const char *text, size_t len, size_t *n, int *oom)
     *n = k;
     return out;
 }
+
+/* Element i of rjq_job_info.headers, rjq_outcome.headers (rjq.h "Extensible structs": the library's own
+ * stride, whatever sizeof the caller was built with). */
+const rjq_header *rjq_header_get(const rjq_header *list, size_t i) {
+    return list ? &list[i] : NULL;
+}

@@ -279,3 +279,9 @@ int rjq_client_send_to_masters(rjq_client *c, int argc, const char *const *argv,
     if (rc != RJQ_OK) free(t);
     return rc;
 }
+
+/* Element i of the list an rjq_masters_cb gets (rjq.h "Extensible structs": the library's own
+ * stride, whatever sizeof the caller was built with). */
+const rjq_master *rjq_master_get(const rjq_master *list, size_t i) {
+    return list ? &list[i] : NULL;
+}

@@ -29,9 +29,10 @@ static void on_info(rjq_client *c, int status, const rjq_job_info *ji, void *dat
     if (status != RJQ_OK) return;
     w->n = ji->history_len;
     for (size_t i = 0; i < ji->history_len; i++) {
-        w->a[i] = ji->history[i];
-        snprintf(w->outcome[i], sizeof w->outcome[i], "%s", ji->history[i].outcome);
-        snprintf(w->token[i], sizeof w->token[i], "%s", ji->history[i].token ? ji->history[i].token : "");
+        const rjq_attempt *e = rjq_attempt_get(ji->history, i);
+        w->a[i] = *e;
+        snprintf(w->outcome[i], sizeof w->outcome[i], "%s", e->outcome);
+        snprintf(w->token[i], sizeof w->token[i], "%s", e->token ? e->token : "");
     }
     snprintf(w->state, sizeof w->state, "%s", ji->state);
     snprintf(w->last_token, sizeof w->last_token, "%s", ji->token ? ji->token : "");

@@ -1060,9 +1060,10 @@ static void on_listed_page(rjq_client *c, int status, const rjq_batch_info *b, s
     p->n = n;
     ASSERT(status == RJQ_OK || (b == NULL && n == 0 && next == NULL));
     for (size_t i = 0; i < n && i < 1000; i++) {
-        snprintf(p->ids[i], sizeof p->ids[i], "%s", b[i].id);
-        snprintf(p->states[i], sizeof p->states[i], "%s", b[i].state);
-        p->created[i] = b[i].created_ms;
+        const rjq_batch_info *e = rjq_batch_info_get(b, i);
+        snprintf(p->ids[i], sizeof p->ids[i], "%s", e->id);
+        snprintf(p->states[i], sizeof p->states[i], "%s", e->state);
+        p->created[i] = e->created_ms;
     }
     p->has_next = next != NULL;
     snprintf(p->next, sizeof p->next, "%s", next ? next : "");

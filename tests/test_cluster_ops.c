@@ -53,7 +53,7 @@ static void on_masters(rjq_client *c, int status, const rjq_master *list, size_t
     s->n = n;
     if (status != RJQ_OK) ASSERT(list == NULL && n == 0);
     for (size_t i = 0; i < n && i < MAX_M; i++) {
-        const rjq_master *m = &list[i];
+        const rjq_master *m = rjq_master_get(list, i);
         snprintf(s->address[i], sizeof s->address[i], "%s", m->address);
         ASSERT(m->nranges <= 32);
         ASSERT(m->ranges != NULL && m->replicas != NULL); /* (also when empty) */

@@ -59,8 +59,8 @@ static void on_info_headers(rjq_client *c, int status, const rjq_job_info *ji, v
     w->n = ji->nheaders;
     ASSERT(ji->nheaders == 0 ? ji->headers == NULL : ji->headers != NULL);
     for (size_t i = 0; i < ji->nheaders; i++) {
-        snprintf(w->keys[i], sizeof w->keys[i], "%s", ji->headers[i].key);
-        snprintf(w->values[i], sizeof w->values[i], "%s", ji->headers[i].value);
+        snprintf(w->keys[i], sizeof w->keys[i], "%s", rjq_header_get(ji->headers, i)->key);
+        snprintf(w->values[i], sizeof w->values[i], "%s", rjq_header_get(ji->headers, i)->value);
     }
 }
 

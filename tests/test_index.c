@@ -75,7 +75,8 @@ static void on_find(rjq_client *c, int status, const rjq_search_match *m, size_t
     w->found[0] = '\0';
     for (size_t i = 0; i < n; i++) {
         size_t used = strlen(w->found);
-        snprintf(w->found + used, sizeof w->found - used, " %s=%s", m[i].id, m[i].state);
+        const rjq_search_match *e = rjq_search_match_get(m, i);
+        snprintf(w->found + used, sizeof w->found - used, " %s=%s", e->id, e->state);
     }
 }
 

@@ -32,7 +32,8 @@ static void on_step(rjq_client *c, int status, const char *cursor, long long sca
     w->found[0] = '\0';
     for (size_t i = 0; i < n; i++) {
         size_t used = strlen(w->found);
-        snprintf(w->found + used, sizeof w->found - used, " %s=%s", m[i].id, m[i].state);
+        const rjq_search_match *e = rjq_search_match_get(m, i);
+        snprintf(w->found + used, sizeof w->found - used, " %s=%s", e->id, e->state);
     }
 }
 

@@ -129,15 +129,16 @@ void on_groups(rjq_client *c, int status, long long total, const rjq_group_info 
     g->total = total;
     g->n = n;
     for (size_t i = 0; i < n && i < GROUPS_WAIT_MAX; i++) {
-        snprintf(g->name[i], sizeof g->name[i], "%s", l[i].name);
-        g->depth[i] = l[i].depth;
-        g->active[i] = l[i].active;
-        g->paused[i] = l[i].paused;
-        g->concurrency[i] = l[i].concurrency;
-        g->rate[i] = l[i].rate;
-        g->window[i] = l[i].rate_window_ms;
-        g->bound[i] = l[i].max_waiting;
-        g->started[i] = l[i].started;
+        const rjq_group_info *e = rjq_group_info_get(l, i);
+        snprintf(g->name[i], sizeof g->name[i], "%s", e->name);
+        g->depth[i] = e->depth;
+        g->active[i] = e->active;
+        g->paused[i] = e->paused;
+        g->concurrency[i] = e->concurrency;
+        g->rate[i] = e->rate;
+        g->window[i] = e->rate_window_ms;
+        g->bound[i] = e->max_waiting;
+        g->started[i] = e->started;
     }
 }
 
@@ -270,8 +271,8 @@ void on_dents_list(rjq_client *c, int status, const rjq_dep *list, size_t n, voi
     rd->list[0] = '\0';
     for (size_t i = 0; status == RJQ_OK && i < n; i++) {
         size_t at = strlen(rd->list);
-        snprintf(rd->list + at, sizeof rd->list - at, "%s%s %s", i ? "," : "", list[i].queue,
-                 list[i].id);
+        snprintf(rd->list + at, sizeof rd->list - at, "%s%s %s", i ? "," : "",
+                 rjq_dep_get(list, i)->queue, rjq_dep_get(list, i)->id);
     }
     rd->ran++;
 }

@@ -997,23 +997,24 @@ static void on_batches(rjq_client *c, int status, const rjq_batch_info *b, size_
     t->last_page = 0;
     if (!reply_ok(t, status)) return;
     for (size_t i = 0; i < n; i++, t->count++) {
+        const rjq_batch_info *e = rjq_batch_info_get(b, i);
         if (t->json) {
             fputs(t->count ? "," : "", stdout);
-            print_field(t, 1, "batch", b[i].id, strlen(b[i].id));
-            print_field(t, 0, "state", b[i].state, strlen(b[i].state));
-            printf(",\"sealed\":%s", b[i].sealed ? "true" : "false");
-            print_num(t, 0, "total", b[i].total);
-            print_num(t, 0, "completed", b[i].completed);
-            print_num(t, 0, "dead", b[i].dead);
-            print_num(t, 0, "cancelled", b[i].cancelled);
-            print_time(t, "created_ms", b[i].created_ms);
-            print_time(t, "ended_ms", b[i].ended_ms);
+            print_field(t, 1, "batch", e->id, strlen(e->id));
+            print_field(t, 0, "state", e->state, strlen(e->state));
+            printf(",\"sealed\":%s", e->sealed ? "true" : "false");
+            print_num(t, 0, "total", e->total);
+            print_num(t, 0, "completed", e->completed);
+            print_num(t, 0, "dead", e->dead);
+            print_num(t, 0, "cancelled", e->cancelled);
+            print_time(t, "created_ms", e->created_ms);
+            print_time(t, "ended_ms", e->ended_ms);
             putchar('}');
         } else {
-            print_bytes(t, b[i].id, strlen(b[i].id));
-            printf(" %s %lld/%lld completed %lld dead %lld cancelled %lld%s\n", b[i].state,
-                   b[i].completed + b[i].dead + b[i].cancelled, b[i].total, b[i].completed,
-                   b[i].dead, b[i].cancelled, b[i].sealed ? "" : " (not sealed)");
+            print_bytes(t, e->id, strlen(e->id));
+            printf(" %s %lld/%lld completed %lld dead %lld cancelled %lld%s\n", e->state,
+                   e->completed + e->dead + e->cancelled, e->total, e->completed,
+                   e->dead, e->cancelled, e->sealed ? "" : " (not sealed)");
         }
     }
     if (next && (t->after = strdup(next)) == NULL) {
@@ -1099,8 +1100,8 @@ static void on_job_deps(rjq_client *c, int status, const rjq_dep_outcome *deps, 
     }
     if (!bad && nd && (j->d = calloc(2 * nd, sizeof *j->d)) == NULL) bad = 1;
     for (size_t i = 0; !bad && i < nd; i++) {
-        j->d[2 * i] = dup_or_null(list[i].queue, &bad);
-        j->d[2 * i + 1] = dup_or_null(list[i].id, &bad);
+        j->d[2 * i] = dup_or_null(rjq_dep_get(list, i)->queue, &bad);
+        j->d[2 * i + 1] = dup_or_null(rjq_dep_get(list, i)->id, &bad);
         j->nd = i + 1;
     }
     if (bad) report(t, RJQ_ENOMEM, "dependencies");
@@ -1181,8 +1182,9 @@ static void on_job(rjq_client *c, int status, const rjq_job_info *j, void *data)
     if (j->headers && j->nheaders) {
         if (t->json) fputs(",\"headers\":{", stdout);
         for (size_t i = 0; i < j->nheaders; i++) {
-            const char *k = j->headers[i].key ? j->headers[i].key : "";
-            const char *v = j->headers[i].value ? j->headers[i].value : "";
+            const rjq_header *h = rjq_header_get(j->headers, i);
+            const char *k = h->key ? h->key : "";
+            const char *v = h->value ? h->value : "";
             if (t->json) {
                 if (i) putchar(',');
                 print_json_string(k, strlen(k));
@@ -1501,15 +1503,16 @@ static int rows_take(cluster_view *v, const rjq_master *list, size_t n) {
     if (v->m == NULL) return RJQ_ENOMEM;
     for (size_t i = 0; i < n; i++, v->n++) {
         master_row *r = &v->m[i];
-        r->address = strdup(list[i].address);
-        r->ranges = malloc((2 * list[i].nranges + 1) * sizeof *r->ranges);
-        r->replicas = calloc(list[i].nreplicas + 1, sizeof *r->replicas);
+        const rjq_master *m = rjq_master_get(list, i);
+        r->address = strdup(m->address);
+        r->ranges = malloc((2 * m->nranges + 1) * sizeof *r->ranges);
+        r->replicas = calloc(m->nreplicas + 1, sizeof *r->replicas);
         if (!r->address || !r->ranges || !r->replicas) return RJQ_ENOMEM;
-        if (list[i].nranges)
-            memcpy(r->ranges, list[i].ranges, 2 * list[i].nranges * sizeof *r->ranges);
-        r->nranges = list[i].nranges;
-        for (size_t k = 0; k < list[i].nreplicas; k++, r->nreplicas++)
-            if ((r->replicas[k] = strdup(list[i].replicas[k])) == NULL) return RJQ_ENOMEM;
+        if (m->nranges)
+            memcpy(r->ranges, m->ranges, 2 * m->nranges * sizeof *r->ranges);
+        r->nranges = m->nranges;
+        for (size_t k = 0; k < m->nreplicas; k++, r->nreplicas++)
+            if ((r->replicas[k] = strdup(m->replicas[k])) == NULL) return RJQ_ENOMEM;
         if (r->nranges) v->cluster = 1;
     }
     return RJQ_OK;
@@ -1568,18 +1571,19 @@ static void on_cluster_info(rjq_client *c, int status, const rjq_master *list, s
         return;
     }
     for (size_t i = 0; i < n; i++) {
-        master_row *r = row_of(v, list[i].address);
+        const rjq_master *m = rjq_master_get(list, i);
+        master_row *r = row_of(v, m->address);
         if (r == NULL) continue; /* (a master that came meanwhile: the next run shows it) */
-        if (list[i].status != RJQ_OK) { /* (reported; the other masters are shown) */
-            fprintf(stderr, "rjq: cluster: %s: %s (%s)\n", list[i].address,
-                    rjq_strerror(list[i].status),
-                    list[i].reply ? list[i].reply : rjq_client_get_errmsg(t->c));
+        if (m->status != RJQ_OK) { /* (reported; the other masters are shown) */
+            fprintf(stderr, "rjq: cluster: %s: %s (%s)\n", m->address,
+                    rjq_strerror(m->status),
+                    m->reply ? m->reply : rjq_client_get_errmsg(t->c));
             v->bad = 1;
             continue;
         }
         long long calls;
         double sys, user;
-        const char *text = list[i].reply ? list[i].reply : "";
+        const char *text = m->reply ? m->reply : "";
         int ok = 1;
         if (strstr(text, "# Commandstats")) {
             if ((ok = commandstats_calls(text, &calls) == 0)) r->calls[v->sample] = calls;
@@ -1592,7 +1596,7 @@ static void on_cluster_info(rjq_client *c, int status, const rjq_master *list, s
         }
         if (!ok) {
             fprintf(stderr, "rjq: cluster: %s: %s (INFO commandstats/cpu unreadable)\n",
-                    list[i].address, rjq_strerror(RJQ_EPROTO));
+                    m->address, rjq_strerror(RJQ_EPROTO));
             v->bad = 1;
             continue;
         }
@@ -1855,8 +1859,8 @@ static void on_row_info(rjq_client *c, int status, const rjq_job_info *info, voi
     r->t->pending--;
     if (status != RJQ_OK || info == NULL) return; /* (gone meanwhile, or the client closing) */
     for (size_t i = 0; i < info->nheaders; i++)
-        if (strcmp(info->headers[i].key, "rjq.group") == 0 && r->group == NULL)
-            r->group = strdup(info->headers[i].value);
+        if (strcmp(rjq_header_get(info->headers, i)->key, "rjq.group") == 0 && r->group == NULL)
+            r->group = strdup(rjq_header_get(info->headers, i)->value);
 }
 
 static void on_job_ids(rjq_client *c, int status, const char *const *ids, size_t n, void *data) {
@@ -2166,7 +2170,7 @@ static void on_groups(rjq_client *c, int status, long long total, const rjq_grou
     if (t->json) printf("{\"total\":%lld,\"groups\":[", total);
     else printf("groups %lld\n", total);
     for (size_t i = 0; i < n; i++) {
-        const rjq_group_info *g = &list[i];
+        const rjq_group_info *g = rjq_group_info_get(list, i);
         if (t->json) {
             if (i) putchar(',');
             fputs("{\"name\":", stdout);
@@ -2340,17 +2344,18 @@ static void on_found(rjq_client *c, int status, const rjq_search_match *m, size_
     if (!reply_ok_why(t, status, status == RJQ_ESTATE || status == RJQ_ENOTFOUND ? why : NULL))
         return;
     for (size_t i = 0; i < n; i++) {
+        const rjq_search_match *e = rjq_search_match_get(m, i);
         if (t->json) {
             printf("%s{\"id\":", t->found ? "," : "[");
-            print_json_string(m[i].id, strlen(m[i].id));
-            printf(",\"state\":\"%s\"}", m[i].state);
+            print_json_string(e->id, strlen(e->id));
+            printf(",\"state\":\"%s\"}", e->state);
         } else {
-            printf("%s %s\n", m[i].id, m[i].state);
+            printf("%s %s\n", e->id, e->state);
         }
         t->found++;
     }
     free(t->found_after);
-    t->found_after = n ? strdup(m[n - 1].id) : NULL;
+    t->found_after = n ? strdup(rjq_search_match_get(m, n - 1)->id) : NULL;
     t->last_page = (long long)n;
 }
 

@@ -503,21 +503,23 @@ static void on_groups(rjq_client *c, int status, long long total, const rjq_grou
      * (a started counter that went down was set back: counted from 0) */
     double at = now_s(), dt = at - t->grp_at;
     for (size_t i = 0; k >= 0 && (len += (size_t)k) < size && i < n; i++) {
+        const rjq_group_info *g = rjq_group_info_get(list, i);
         char rate[48] = "";
         for (size_t j = 0; j < t->grp_nprev; j++)
-            if (strcmp(t->grp_prev[j].name, list[i].name) == 0 && dt > 0) {
-                double v = counter_rate(t->grp_prev[j].started, list[i].started, dt);
+            if (strcmp(t->grp_prev[j].name, g->name) == 0 && dt > 0) {
+                double v = counter_rate(t->grp_prev[j].started, g->started, dt);
                 if (v > 0) snprintf(rate, sizeof rate, " %.1f starts/s", v);
                 break;
             }
         k = snprintf(t->grp_line + len, size - len, "%s %s ready %lld active %lld%s%s",
-                     i ? "," : "", list[i].name, list[i].depth, list[i].active, rate,
-                     list[i].paused ? " PAUSED" : "");
+                     i ? "," : "", g->name, g->depth, g->active, rate,
+                     g->paused ? " PAUSED" : "");
     }
     t->grp_nprev = 0;
     for (size_t i = 0; i < n && i < TOP_GROUPS; i++) {
-        snprintf(t->grp_prev[i].name, sizeof t->grp_prev[i].name, "%s", list[i].name);
-        t->grp_prev[i].started = list[i].started;
+        const rjq_group_info *g = rjq_group_info_get(list, i);
+        snprintf(t->grp_prev[i].name, sizeof t->grp_prev[i].name, "%s", g->name);
+        t->grp_prev[i].started = g->started;
         t->grp_nprev++;
     }
     t->grp_at = at;

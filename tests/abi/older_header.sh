@@ -33,6 +33,11 @@ s = s[:i] + s[j:]
 i = s.index("    long long dedup_ms;")
 j = s.index("} rjq_job_options;")
 s = s[:i] + s[j:]
+# rjq_group_info before started (an array handed to a callback: read with
+# rjq_group_info_get)
+i = s.index("    long long started;   /* the jobs it started")
+j = s.index("} rjq_group_info;")
+s = s[:i] + s[j:]
 open(sys.argv[2], "w").write(s)
 PY
 grep -q "int wait_replicas;" "$dir/rjq.h" && { echo "FAIL: the cut left wait_replicas"; exit 1; }
@@ -54,5 +59,9 @@ cc -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -I"$dir" $(pkg-config --cflags h
 ldd "$dir/older" > "$dir/ldd"
 grep -q "=> $build/librjq.so" "$dir/ldd" || { echo "FAIL: not linked with $build/librjq.so:"; cat "$dir/ldd"; exit 1; }
 redis_private_start "$dir" || { echo "FAIL: could not start redis-server"; exit 1; }
+# the groups it lists (by this build's rjq: the older header has no group option)
+for g in ga ga ga gb gb gc; do
+    "$build/rjq" -u "$redis_url" --prefix older enqueue --group $g grp x > /dev/null
+done
 "$dir/older" "$redis_url"
-echo "ok: a program built against the older header enqueued, ran and awaited a job"
+echo "ok: a program built against the older header enqueued, ran and awaited a job, and read groups"

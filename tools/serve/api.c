@@ -443,7 +443,7 @@ static json_t *attempt_json(long long started, long long ended, const char *outc
 static json_t *attempts_json(const rjq_job_info *ji) {
     json_t *a = json_array();
     for (size_t i = 0; a && i < ji->history_len; i++) {
-        const rjq_attempt *h = &ji->history[i];
+        const rjq_attempt *h = rjq_attempt_get(ji->history, i);
         json_array_append_new(a, attempt_json(h->started_ms, h->ended_ms, h->outcome, h->token));
     }
     const char *now = strcmp(ji->state, "active") == 0      ? "running"
@@ -474,7 +474,8 @@ static void on_job(rjq_client *cl, int status, const rjq_job_info *ji, void *dat
         if (o) json_object_set_new(o, "attempts_history", attempts_json(ji));
         json_t *hd = o ? json_object() : NULL; /* its headers (rjq_job_options.headers) */
         for (size_t i = 0; hd && i < ji->nheaders; i++)
-            json_object_set_new(hd, ji->headers[i].key, json_string(ji->headers[i].value));
+            json_object_set_new(hd, rjq_header_get(ji->headers, i)->key,
+                                json_string(rjq_header_get(ji->headers, i)->value));
         if (hd) json_object_set_new(o, "headers", hd);
         rows_job_reply(c->h.s, req, o, ji->token); /* (its worker, rows.c) */
     }
@@ -494,8 +495,9 @@ static void on_dependents(rjq_client *cl, int status, const rjq_dep *list, size_
     if (req) {
         json_t *a = json_array();
         for (size_t i = 0; a && i < n; i++)
-            json_array_append_new(a, json_pack("{so so}", "queue", json_name(list[i].queue), "id",
-                                               json_name(list[i].id)));
+            json_array_append_new(a, json_pack("{so so}", "queue",
+                                               json_name(rjq_dep_get(list, i)->queue), "id",
+                                               json_name(rjq_dep_get(list, i)->id)));
         if (o && a) json_object_set_new(o, "dependents", a);
         else json_decref(a);
         if (o) reply_json(req, 200, o);
@@ -591,7 +593,8 @@ static void on_batches(rjq_client *cl, int status, const rjq_batch_info *b, size
     struct evhttp_request *req = call_reply(c, status);
     if (req) {
         json_t *a = json_array();
-        for (size_t i = 0; a && i < n; i++) json_array_append_new(a, batch_json(json_object(), &b[i]));
+        for (size_t i = 0; a && i < n; i++)
+            json_array_append_new(a, batch_json(json_object(), rjq_batch_info_get(b, i)));
         json_t *o = a ? json_pack("{so so so}", "queue", json_name(c->q->name), "batches", a,
                                   "next", next ? json_string(next) : json_null())
                       : NULL;

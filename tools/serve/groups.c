@@ -43,13 +43,14 @@ static void on_top(rjq_client *c, int status, long long total, const rjq_group_i
     serve_group *v = n ? calloc(n, sizeof *v) : NULL;
     if (n && v == NULL) return;
     for (size_t i = 0; i < n; i++) {
-        snprintf(v[i].name, sizeof v[i].name, "%s", list[i].name);
-        v[i].depth = list[i].depth;
-        v[i].active = list[i].active;
-        v[i].concurrency = list[i].concurrency;
-        v[i].weight = list[i].weight;
-        v[i].paused = list[i].paused;
-        v[i].started = list[i].started;
+        const rjq_group_info *g = rjq_group_info_get(list, i);
+        snprintf(v[i].name, sizeof v[i].name, "%s", g->name);
+        v[i].depth = g->depth;
+        v[i].active = g->active;
+        v[i].concurrency = g->concurrency;
+        v[i].weight = g->weight;
+        v[i].paused = g->paused;
+        v[i].started = g->started;
     }
     free(q->gtop);
     q->gtop = v;
@@ -190,11 +191,11 @@ static void on_list(rjq_client *cl, int status, long long total, const rjq_group
         reply_rjq_error(req, status, rjq_client_get_errmsg(cl));
     } else if (req && c->one) {
         rjq_group_info none = {.name = c->group, .concurrency = -1, .weight = 1};
-        reply_json(req, 200, groups_info_json(n == 1 ? &list[0] : &none));
+        reply_json(req, 200, groups_info_json(n == 1 ? rjq_group_info_get(list, 0) : &none));
     } else if (req) {
         json_t *a = json_array();
         for (size_t i = 0; a && i < n; i++)
-            json_array_append_new(a, groups_info_json(&list[i]));
+            json_array_append_new(a, groups_info_json(rjq_group_info_get(list, i)));
         reply_json(req, 200,
                    a ? json_pack("{so sI sI so}", "queue", json_name(c->q->name), "total",
                                  (json_int_t)total, "offset", (json_int_t)c->offset, "groups", a)

@@ -421,7 +421,7 @@ static void on_info(rjq_client *c, int status, const rjq_master *list, size_t n,
     if (!s->redis_up) return; /* (Redis went since it was asked: nothing to show as current) */
     json_t *a = json_array();
     for (size_t i = 0; a && i < n; i++) {
-        const rjq_master *m = &list[i];
+        const rjq_master *m = rjq_master_get(list, i);
         char version[32], role[16];
         int ok = m->status == RJQ_OK && m->reply;
         json_t *o = json_pack("{so sb}", "address", json_name(m->address), "ok", ok);
@@ -451,11 +451,12 @@ static void on_info(rjq_client *c, int status, const rjq_master *list, size_t n,
         sse_broadcast(s, "server", NULL, server_state_json(s), 0);
     struct serve_master *ms = calloc(n, sizeof *ms);
     for (size_t i = 0; ms && i < n; i++) {
-        ms[i].address = strdup(list[i].address);
-        ms[i].ranges = list[i].nranges ? malloc(2 * list[i].nranges * sizeof(int)) : NULL;
-        ms[i].nranges = list[i].nranges;
-        if (ms[i].ranges) memcpy(ms[i].ranges, list[i].ranges, 2 * list[i].nranges * sizeof(int));
-        if (ms[i].address == NULL || (list[i].nranges && ms[i].ranges == NULL)) {
+        const rjq_master *m = rjq_master_get(list, i);
+        ms[i].address = strdup(m->address);
+        ms[i].ranges = m->nranges ? malloc(2 * m->nranges * sizeof(int)) : NULL;
+        ms[i].nranges = m->nranges;
+        if (ms[i].ranges) memcpy(ms[i].ranges, m->ranges, 2 * m->nranges * sizeof(int));
+        if (ms[i].address == NULL || (m->nranges && ms[i].ranges == NULL)) {
             masters_free(ms, i + 1);
             ms = NULL;
         }

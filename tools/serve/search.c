@@ -254,7 +254,7 @@ static void on_found(rjq_client *c, int status, const rjq_search_match *m, size_
     }
     if (status == RJQ_OK) {
         x->index_used = 1;
-        if (n) snprintf(x->after, sizeof x->after, "%s", m[n - 1].id);
+        if (n) snprintf(x->after, sizeof x->after, "%s", rjq_search_match_get(m, n - 1)->id);
     }
     int shard = x->st.shard, kept = !x->cancelled; /* (a cancelled one may be freed) */
     on_step(c, status, (long)n < x->count ? "0" : "1", (long long)n, total, m, n, data);

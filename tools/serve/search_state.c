@@ -80,9 +80,9 @@ int search_state_step(search_state *st, const char *cursor, long long scanned, l
     st->scanned += scanned;
     st->shard_total[st->shard] = total;
     for (size_t i = 0; i < n && !st->truncated; i++) {
-        unsigned b = search_state_bit(m[i].state);
+        unsigned b = search_state_bit(rjq_search_match_get(m, i)->state);
         if ((b & st->states) == 0) continue;
-        size_t *p = find(st, m[i].id, st->shard);
+        size_t *p = find(st, rjq_search_match_get(m, i)->id, st->shard);
         if (*p) continue; /* seen before (HSCAN gives an entry twice when the hash grew) */
         if (st->n == st->max) {
             st->truncated = 1;
@@ -96,7 +96,7 @@ int search_state_step(search_state *st, const char *cursor, long long scanned, l
             st->m = v;
             st->cap = cap;
         }
-        char *id = strdup(m[i].id);
+        char *id = strdup(rjq_search_match_get(m, i)->id);
         if (id == NULL) { rc = -1; break; }
         int state = 0;
         while (!(b & 1u)) { b >>= 1; state++; }

@@ -32,6 +32,10 @@ const PAGE = 50;
 const STATES = ['ready', 'delayed', 'active', 'dead', 'cancelled', 'completed'];
 // a queue page's tabs: its states, and the jobs waiting for their dependencies
 const TABS = [...STATES, 'waiting'];
+// a job's states before it finishes, in rjq top's order (waiting: for its
+// dependencies): the depth columns and boxes lead with them, and a job in
+// any of them can be cancelled
+const UNFINISHED = ['ready', 'delayed', 'waiting', 'active'];
 
 // ---- small helpers -------------------------------------------------------
 
@@ -189,7 +193,7 @@ function overview(main) {
   const body = el('tbody');
   const table = el('table', { class: 'queues', id: 'queues' },
     el('thead', {}, el('tr', {},
-      ['queue', 'ready', 'delayed', 'waiting', 'active', 'dead', 'completed', 'in/s', 'done/s', 'fail/s',
+      ['queue', ...UNFINISHED, 'dead', 'completed', 'in/s', 'done/s', 'fail/s',
        'wait', 'run', 'done/s history', ''].map(h => el('th', {}, h)))),
     body);
   const NO_QUEUE = 'No queue yet: queues appear once something enqueues to them or a worker runs on them.';
@@ -243,8 +247,7 @@ function overview(main) {
     const cells = [
       el('td', {}, el('a', { href: '#/q/' + enc(q.name), class: 'qname' }, q.name),
         q.shards > 1 ? el('span', { class: 'badge shards', 'data-shards': q.shards }, `${q.shards} shards`) : ''),
-      // the depths in rjq top's order (waiting: for their dependencies)
-      ...['ready', 'delayed', 'waiting', 'active'].map(k => el('td', { class: 'num', 'data-stat': k }, fmt(s[k]))),
+      ...UNFINISHED.map(k => el('td', { class: 'num', 'data-stat': k }, fmt(s[k]))),
       el('td', { class: 'num' + (s.dead_depth ? ' warn' : ''), 'data-stat': 'dead_depth' }, fmt(s.dead_depth)),
       el('td', { class: 'num', 'data-stat': 'completed' }, fmt(s.completed)),
       el('td', { class: 'num' }, fmt(q.rates.in)),
@@ -430,7 +433,7 @@ function queuePage(main, name, tab, offset) {
     const n = selected.size;
     const acts = [];
     if (tab === 'delayed') acts.push(['run now', 'made ready', id => ['POST', `/run-now`]]);
-    if (['ready', 'delayed', 'active', 'waiting'].includes(tab)) acts.push(['cancel', 'cancelled', id => ['POST', `/cancel`]]);
+    if (UNFINISHED.includes(tab)) acts.push(['cancel', 'cancelled', id => ['POST', `/cancel`]]);
     if (tab === 'dead') acts.push(['replay', 'replayed', id => ['POST', `/replay`]]);
     if (['dead', 'cancelled'].includes(tab)) acts.push(['delete', 'deleted', id => ['DELETE', '']]);
     bulk.replaceChildren(...(n && canAct() ? [el('span', { id: 'bulk-count' }, `${n} selected`),
@@ -541,7 +544,7 @@ function queuePage(main, name, tab, offset) {
     const s = q.stats;
     head.replaceChildren(
       el('h1', {}, name, s.paused ? el('span', { class: 'badge paused', id: 'paused' }, 'paused') : ''),
-      el('div', { class: 'stats' }, ['ready', 'delayed', 'waiting', 'active', 'dead_depth', 'cancelled_depth',
+      el('div', { class: 'stats' }, [...UNFINISHED, 'dead_depth', 'cancelled_depth',
         'completed', 'enqueued', 'failed', 'retried', 'reclaimed', 'replayed'].map(k =>
         el('div', { class: 'stat', 'data-stat': k }, el('b', {}, fmt(s[k])), ' ', k.replace('_depth', ''))),
         el('div', { class: 'stat' }, el('b', {}, fmt(q.rates.done)), ' done/s'),
@@ -605,7 +608,7 @@ function queuePage(main, name, tab, offset) {
       return;
     }
     if (!(q.shards > 1) || !q.shard_stats) { shards.replaceChildren(); return; }
-    const cols = ['ready', 'delayed', 'waiting', 'active', 'dead_depth', 'completed', 'failed'];
+    const cols = [...UNFINISHED, 'dead_depth', 'completed', 'failed'];
     shards.replaceChildren(el('h3', {}, `${q.shards} shards`),
       el('table', { class: 'shardtable', id: 'shard-table' },
         el('thead', {}, el('tr', {}, ['shard', 'name', 'master', ...cols.map(k => k.replace('_depth', '')), '']
@@ -879,7 +882,7 @@ function jobActions(name, id, st, done) {
   };
   return [
     st === 'delayed' ? action('run now', () => run('POST', base + '/run-now', 'made ready')) : null,
-    ['ready', 'delayed', 'active', 'waiting'].includes(st) ? action('cancel', () => run('POST', base + '/cancel', 'cancelled'), 'danger') : null,
+    UNFINISHED.includes(st) ? action('cancel', () => run('POST', base + '/cancel', 'cancelled'), 'danger') : null,
     st === 'dead' ? action('replay', () => run('POST', base + '/replay', 'replayed')) : null,
     ['dead', 'cancelled'].includes(st) ? action('delete', () => run('DELETE', base, 'deleted'), 'danger') : null,
   ];
@@ -1177,9 +1180,9 @@ async function findById() {
 // it runs), cancelled (DELETE). sid: a search to follow (#/q/Q/search/ID).
 function searchPage(main, name, sid) {
   const text = el('input', { id: 'search-text', name: 'text', placeholder: 'text in the payloads', autocomplete: 'off', required: true });
-  // a box per state the server searches (search.c), waiting (for their
-  // dependencies) after delayed as in rjq top; all ticked, as its default
-  const boxes = ['ready', 'delayed', 'waiting', 'active', 'dead', 'cancelled', 'completed'].map(s =>
+  // a box per state the server searches (search.c), in rjq top's order;
+  // all ticked, as its default
+  const boxes = [...UNFINISHED, 'dead', 'cancelled', 'completed'].map(s =>
     el('label', { class: 'stbox', 'data-state': s },
       el('input', { type: 'checkbox', name: 'state', value: s, checked: true }), ' ', s));
   const field = el('input', { id: 'search-field', name: 'field', placeholder: 'JSON field (indexed)', autocomplete: 'off',

@@ -815,13 +815,6 @@ static void refill(rjq_queue *q, size_t n) {
     rjq__buf_free(&a);
 }
 
-/* One bulk string of RESP at p: its bytes in *data, *len; returns what
- * follows it. */
-static const char *bulk_at(const char *p, const char **data, size_t *len) {
-    *len = arg_len(p, data);
-    return *data + *len + 2;
-}
-
 /* The batch with its payloads ahead (see the top of this file): the
  * check, one HSETNX per job under numbers from the pool, then the script
  * with them and no payloads, in one transaction. */
@@ -848,11 +841,11 @@ static int send_ahead(rjq_queue *q, part *p, batch *b, sent_batch *s) {
     rjq__buf_raw(&calls[1], b->args.p, b->fixed_len);
     nargs[1] = b->fixed_nargs + call_args(q, &calls[1], which, NULL, 0) + 3 * (int)b->n;
     for (size_t i = 0; ends && i < b->n; i++) {
-        const char *id, *payload, *opts;
         size_t idlen, plen, olen;
-        const char *at = bulk_at(b->args.p + b->items[i].off, &id, &idlen);
-        at = bulk_at(at, &payload, &plen);
-        bulk_at(at, &opts, &olen);
+        const char *at = b->args.p + b->items[i].off;
+        next_arg(&at, &idlen);
+        const char *payload = next_arg(&at, &plen);
+        const char *opts = next_arg(&at, &olen);
         RJQ_ASSERT(idlen == 0);
         snprintf(num, sizeof num, "%llu", pl->next + i);
         rjq__buf_raw(pre, "*4\r\n", 4);

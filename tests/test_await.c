@@ -20,6 +20,7 @@
 
 #include "harness.h"
 #include "server.h"
+#include "waits.h"
 
 /* ---- shared fixtures -------------------------------------------------------- */
 
@@ -1513,18 +1514,6 @@ static void lw_wait(struct event_base *base, lw_reports *r, const char *want) {
         FAIL_AT(__FILE__, __LINE__, "the worker process reported \"%s\", not \"%s\"", r->got, want);
 }
 
-static void on_swept(rjq_client *c, int status, long long n, void *data) {
-    (void)c;
-    ASSERT_OK(status);
-    *(long long *)data = n;
-}
-
-static void on_count_ok(rjq_client *c, int status, long long n, void *data) {
-    (void)c, (void)n;
-    ASSERT_OK(status);
-    *(int *)data = 1;
-}
-
 /* An awaited job (queue format `format`) is pushed to (or claimed by) a
  * worker process of `conc` slots whose handler is then stopped (SIGSTOP)
  * past its lease; a lease sweep (rjq_queue_reclaim, as the worker's own
@@ -1541,9 +1530,10 @@ static void lost_lease_run(const char *queue, int conc, int format, int max_atte
     e.pc = mk_client(e.base, &e.s, "producer", 20, NULL);
     e.pq = queue_for(e.pc, queue);
     if (format == 2) {
-        int set = 0;
-        ASSERT_OK(rjq_queue_set_format(e.pq, 2, on_count_ok, &set));
-        ASSERT(loop_until(e.base, &set, 5000));
+        count_wait set = {0};
+        ASSERT_OK(rjq_queue_set_format(e.pq, 2, on_count, &set));
+        ASSERT(loop_until(e.base, &set.done, 5000));
+        ASSERT_OK(set.status);
     }
     lw_reports r = {0};
     lw_stop_first = 1;
@@ -1562,15 +1552,16 @@ static void lost_lease_run(const char *queue, int conc, int format, int max_atte
     ASSERT_EQ(pid, waitpid(pid, &st, WUNTRACED));
     ASSERT(WIFSTOPPED(st));
     /* the sweep takes the job back once its lease has run out */
-    long long taken = 0;
+    count_wait swept = {0};
     double deadline = wait_deadline(20000);
-    while (taken == 0) {
+    while (swept.n == 0) {
         ASSERT(wait_step(e.base, deadline));
-        taken = -1;
-        ASSERT_OK(rjq_queue_reclaim(e.pq, on_swept, &taken));
-        WAIT_FOR(e.base, taken >= 0, 10000);
+        swept.done = 0;
+        ASSERT_OK(rjq_queue_reclaim(e.pq, on_count, &swept));
+        WAIT_FOR(e.base, swept.done, 10000);
+        ASSERT_OK(swept.status);
     }
-    ASSERT_EQ(1, taken);
+    ASSERT_EQ(1, swept.n);
     if (max_attempts == 1) { /* dead: told at the sweep */
         ASSERT(loop_until_count(e.base, &resolved, 1, 10000));
         ASSERT_EQ(RJQ_EJOBDEAD, rc.status);

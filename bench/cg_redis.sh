@@ -14,7 +14,13 @@ export PYTHONPATH="$CG_BENCH_DIR${PYTHONPATH:+:$PYTHONPATH}"
 # in CG_REDIS_PID; stopped when the script exits; returns once it answers.
 # $2 names the calling script in the message if it dies first; any further
 # arguments are valgrind options (e.g. --toggle-collect=fcallCommand).
+# Refused when something already answers on port $1 (another engineer's
+# server: the scripts FLUSHALL theirs and would measure that one).
 cg_redis_start() {
+  if redis-cli -p "$1" ping > /dev/null 2>&1; then
+    echo "$2: port $1 is taken (something answers there): set CG_PORT to a free one" >&2
+    exit 1
+  fi
   valgrind --tool=callgrind "${@:3}" --callgrind-out-file="$OUT/redis.%p.cg" \
     redis-server --port "$1" --bind 127.0.0.1 --save '' --appendonly no --dir "$OUT" \
     > "$OUT/redis.log" 2>&1 &

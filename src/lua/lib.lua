@@ -1606,21 +1606,30 @@ end
 -- waiting, a dependent named twice) is left in ent for DEPS.finished, as
 -- before; so is everything when a key the release writes holds a wrong
 -- type (DEPS.writable: nothing is written here then). Q: as
--- DEPS.finished. Returns how many were released.
+-- DEPS.finished. Returns how many were released, and how many entries
+-- are left in ent (not false: the caller's loop over the jobs done has
+-- dependents to tell only when some are; complete.lua skips it otherwise).
 function DEPS.release_ones(J, Q, gone, ent)
   local here = DEPS.queue(J)
-  if not here then return 0 end
-  local hp = here .. ' '
+  local nent = 0 -- (the entries in ent: none left, nothing for the caller to tell)
   local find, sub = string.find, string.sub
+  if not here then
+    for j = 1, #gone do if ent[j] then nent = nent + 1 end end
+    return 0, nent
+  end
+  local hp = here .. ' '
   local from = #hp + 1
   local cj, cd, nc = {}, {}, 0 -- (the candidates: their j, their dependent's id)
   for j = 1, #gone do
     local e = ent[j]
-    if e and find(e, hp, 1, true) == 1 and not find(e, '\n', from, true) then
-      nc = nc + 1; cj[nc] = j; cd[nc] = sub(e, from)
+    if e then
+      nent = nent + 1
+      if find(e, hp, 1, true) == 1 and not find(e, '\n', from, true) then
+        nc = nc + 1; cj[nc] = j; cd[nc] = sub(e, from)
+      end
     end
   end
-  if nc == 0 or not DEPS.writable(J, Q) then return 0 end
+  if nc == 0 or not DEPS.writable(J, Q) then return 0, nent end
   local S, L = hmget(J.s, cd), hmget(Q.deps, cd)
   local st, ids, rpush, dl, seen = {}, {}, {}, {}, {}
   local nst, nids, nrp = 0, 0, 0
@@ -1669,7 +1678,7 @@ function DEPS.release_ones(J, Q, gone, ent)
       end
     end
   end
-  if nids == 0 then return 0 end
+  if nids == 0 then return 0, nent end
   call_all('HSET', J.s, st, 2)
   call_all('ZREM', Q.waiting, ids)
   if nrp > 0 then
@@ -1679,7 +1688,7 @@ function DEPS.release_ones(J, Q, gone, ent)
     if n == nrp and redis.call('ZCARD', Q.prio) == 0 then redis.call(PUB or pub_mode(), Q.wake, '1') end
   end
   DEPS.forget(Q.dependents, dl)
-  return nids
+  return nids, nent - nids
 end
 
 -- Add the jobs ids, completed at `stamp`, to the retention index (one

@@ -1155,6 +1155,32 @@ TEST(completion_releasing_one_dependent_still_reports_another_jobs_dependent_of_
     env_stop(&e);
 }
 
+/* The one-dependent release compares a dependent's list whole with the
+ * head its call read last (DEPS.release_ones' last_hw): jobs a and k
+ * completed in one call, b waiting for a alone (list "fail 0 0\nw sr a"),
+ * and k's entry naming d (planted, stale) whose list has the same head but
+ * waits for n alone: b is released, d is not (its list names n, not k) and
+ * still waits, in the waiting set, its list unwritten. */
+TEST(one_dependent_release_of_the_same_head_checks_the_job_its_list_names) {
+    test_env e;
+    env_start(&e, "sr");
+    b_after_active_a(&e, "sr");
+    plant_active(e.rc, "sr", "k");
+    freeReplyObject(server_cmd(e.rc, "HSET t:{sr}:dependents k %s", "sr d"));
+    freeReplyObject(server_cmd(e.rc, "HSET t:{sr}:state d %s", "waiting 0 @1,,"));
+    freeReplyObject(server_cmd(e.rc, "HSET t:{sr}:payload d x"));
+    freeReplyObject(server_cmd(e.rc, "HSET t:{sr}:deps d %s", "fail 0 0\nw sr n"));
+    freeReplyObject(server_cmd(e.rc, "ZADD t:{sr}:waiting 1 d"));
+    const char *two[] = {"a", "k"};
+    freeReplyObject(complete_fcall(e.rc, "sr", two, 2));
+    ASSERT_STREQ("ready", get_info(e.base, e.q, "b").state);
+    ASSERT_STREQ("waiting", get_info(e.base, e.q, "d").state);
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{sr}:waiting"));
+    ASSERT_EQ(1, server_int(e.rc, "LLEN t:{sr}:ready"));
+    ASSERT(deps_line(e.rc, "sr", "d", "fail 0 0\nw sr n"));
+    env_stop(&e);
+}
+
 /* The one-dependent release with a key it writes wrongly typed (the
  * waiting set a string, written behind rjq's back): the completion still
  * completes and writes nothing of the release (the dependent's state and

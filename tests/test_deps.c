@@ -1123,6 +1123,64 @@ TEST(one_dependent_of_the_queue_is_released_in_the_completions_call_once_with_it
     env_stop(&e);
 }
 
+/* A completion call whose one-dependent releases (DEPS.release_ones) take
+ * some of its jobs' entries but not all: complete.lua skips its loop over
+ * the jobs done only when no entry is left, so here a's dependent b (its
+ * queue, a alone) is released in the call and k's dependent of another
+ * queue (its entry "sm2 z") is still reported, code 3 with the entry after
+ * the codes, for the client's release; a call whose every entry went (m's
+ * one dependent) reports plain completions, nothing after them. */
+TEST(completion_releasing_one_dependent_still_reports_another_jobs_dependent_of_another_queue) {
+    test_env e;
+    env_start(&e, "sm");
+    b_after_active_a(&e, "sm");
+    plant_active(e.rc, "sm", "k");
+    freeReplyObject(server_cmd(e.rc, "HSET t:{sm}:dependents k %s", "sm2 z"));
+    const char *two[] = {"a", "k"};
+    redisReply *r = complete_fcall(e.rc, "sm", two, 2);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4);
+    ASSERT_EQ(1, r->element[0]->integer);
+    ASSERT_EQ(3, r->element[1]->integer);
+    ASSERT_STREQ("k", r->element[2]->str);
+    ASSERT_STREQ("sm2 z", r->element[3]->str);
+    freeReplyObject(r);
+    ASSERT_STREQ("ready", get_info(e.base, e.q, "b").state);
+    ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{sm}:dependents k"));
+    plant_active(e.rc, "sm", "m");
+    rjq_dep on_m = {"sm", "m"};
+    ASSERT_OK(enqueue_after(&e, e.q, "c", &on_m, 1, RJQ_AFTER_FAIL).status);
+    const char *one[] = {"m"};
+    assert_completes_each(e.rc, "sm", one, 1);
+    ASSERT_STREQ("ready", get_info(e.base, e.q, "c").state);
+    env_stop(&e);
+}
+
+/* The one-dependent release compares a dependent's list whole with the
+ * head its call read last (DEPS.release_ones' last_hw): jobs a and k
+ * completed in one call, b waiting for a alone (list "fail 0 0\nw sr a"),
+ * and k's entry naming d (planted, stale) whose list has the same head but
+ * waits for n alone: b is released, d is not (its list names n, not k) and
+ * still waits, in the waiting set, its list unwritten. */
+TEST(one_dependent_release_of_the_same_head_checks_the_job_its_list_names) {
+    test_env e;
+    env_start(&e, "sr");
+    b_after_active_a(&e, "sr");
+    plant_active(e.rc, "sr", "k");
+    freeReplyObject(server_cmd(e.rc, "HSET t:{sr}:dependents k %s", "sr d"));
+    freeReplyObject(server_cmd(e.rc, "HSET t:{sr}:state d %s", "waiting 0 @1,,"));
+    freeReplyObject(server_cmd(e.rc, "HSET t:{sr}:payload d x"));
+    freeReplyObject(server_cmd(e.rc, "HSET t:{sr}:deps d %s", "fail 0 0\nw sr n"));
+    freeReplyObject(server_cmd(e.rc, "ZADD t:{sr}:waiting 1 d"));
+    const char *two[] = {"a", "k"};
+    freeReplyObject(complete_fcall(e.rc, "sr", two, 2));
+    ASSERT_STREQ("ready", get_info(e.base, e.q, "b").state);
+    ASSERT_STREQ("waiting", get_info(e.base, e.q, "d").state);
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{sr}:waiting"));
+    ASSERT_EQ(1, server_int(e.rc, "LLEN t:{sr}:ready"));
+    ASSERT(deps_line(e.rc, "sr", "d", "fail 0 0\nw sr n"));
+    env_stop(&e);
+}
+
 /* The one-dependent release with a key it writes wrongly typed (the
  * waiting set a string, written behind rjq's back): the completion still
  * completes and writes nothing of the release (the dependent's state and

@@ -267,9 +267,9 @@ if #gone > 0 then
   local ent = has_dependents and try_all('HMGET', dependents, gone)
   -- (a job's one dependent waiting in this queue for it alone is released
   -- here, its entry then false: no DEPS.finished for it, lib.lua)
-  if ent then
-    DEPS.release_ones(J, dq(), gone, ent)
-  end
+  -- (every entry released there, or none read: ent false, so a call
+  -- without watchers or a monitor skips the loop below, as a drain's)
+  if ent and select(2, DEPS.release_ones(J, dq(), gone, ent)) == 0 then ent = false end
   local told = {}
   lists = ent and {} or nil
   with_deps = {}

@@ -1606,25 +1606,34 @@ end
 -- waiting, a dependent named twice) is left in ent for DEPS.finished, as
 -- before; so is everything when a key the release writes holds a wrong
 -- type (DEPS.writable: nothing is written here then). Q: as
--- DEPS.finished. Returns how many were released.
+-- DEPS.finished. Returns how many were released, and how many entries
+-- are left in ent (not false: the caller's loop over the jobs done has
+-- dependents to tell only when some are; complete.lua skips it otherwise).
 function DEPS.release_ones(J, Q, gone, ent)
   local here = DEPS.queue(J)
-  if not here then return 0 end
-  local hp = here .. ' '
+  local nent = 0 -- (the entries in ent: none left, nothing for the caller to tell)
   local find, sub = string.find, string.sub
+  if not here then
+    for j = 1, #gone do if ent[j] then nent = nent + 1 end end
+    return 0, nent
+  end
+  local hp = here .. ' '
   local from = #hp + 1
   local cj, cd, nc = {}, {}, 0 -- (the candidates: their j, their dependent's id)
   for j = 1, #gone do
     local e = ent[j]
-    if e and find(e, hp, 1, true) == 1 and not find(e, '\n', from, true) then
-      nc = nc + 1; cj[nc] = j; cd[nc] = sub(e, from)
+    if e then
+      nent = nent + 1
+      if find(e, hp, 1, true) == 1 and not find(e, '\n', from, true) then
+        nc = nc + 1; cj[nc] = j; cd[nc] = sub(e, from)
+      end
     end
   end
-  if nc == 0 or not DEPS.writable(J, Q) then return 0 end
+  if nc == 0 or not DEPS.writable(J, Q) then return 0, nent end
   local S, L = hmget(J.s, cd), hmget(Q.deps, cd)
   local st, ids, rpush, dl, seen = {}, {}, {}, {}, {}
   local nst, nids, nrp = 0, 0, 0
-  local last_sv, last_rest, last_hl, last_delay, last_p, last_r, last_ready
+  local last_sv, last_rest, last_hl, last_hw, last_delay, last_p, last_r, last_ready
   local now
   for c = 1, nc do
     local did, sv, l = cd[c], S[c], L[c]
@@ -1635,41 +1644,50 @@ function DEPS.release_ones(J, Q, gone, ent)
       rest = sub(sv, 8)
       last_sv, last_rest = sv, rest
     end
-    local at = rest and l and find(l, '\n', 1, true)
-    if at and not seen[did] then
-      local went = 'w ' .. hp .. gone[cj[c]]
-      if #l - at == #went and find(l, went, at + 1, true) == at + 1 then
-        local delay, p
-        if last_hl and at == #last_hl and find(l, last_hl, 1, true) == 1 then
-          delay, p = last_delay, last_p
-        else
-          local d, q = string.match(l, '^%a+ (%d+) (%-?%d+)\n')
-          if d then
-            last_hl, last_delay, last_p = sub(l, 1, at), tonumber(d), tonumber(q)
+    -- (its list "<head>\nw <this queue> <the job done>": compared whole
+    -- with the last head's text made once, last_hw, one concatenation
+    -- and a comparison; another head parsed and checked as it is read)
+    local delay, p
+    if rest and l and not seen[did] then
+      local gid = gone[cj[c]]
+      if last_hw and l == last_hw .. gid then
+        delay, p = last_delay, last_p
+      else
+        local at = find(l, '\n', 1, true)
+        local went = at and 'w ' .. hp .. gid
+        if at and #l - at == #went and find(l, went, at + 1, true) == at + 1 then
+          if last_hl and at == #last_hl and find(l, last_hl, 1, true) == 1 then
             delay, p = last_delay, last_p
-          end
-        end
-        if delay then
-          seen[did] = true
-          ent[cj[c]] = false
-          nids = nids + 1; ids[nids] = did; dl[nids] = gone[cj[c]]
-          local v
-          if delay > 0 then
-            v = 'delayed' .. rest
-            now = now or now_ms()
-            if push_delayed(Q.delayed, did, now + delay) then redis.call(PUB or pub_mode(), Q.wake, '1') end
           else
-            if rest ~= last_r then last_r, last_ready = rest, 'ready' .. rest end
-            v = last_ready
-            if p == 0 then nrp = nrp + 1; rpush[nrp] = did
-            else push_ready(Q.ready, Q.prio, Q.stats, Q.wake, did, p, false) end
+            local d, q = string.match(l, '^%a+ (%d+) (%-?%d+)\n')
+            if d then
+              last_hl, last_delay, last_p = sub(l, 1, at), tonumber(d), tonumber(q)
+              last_hw = last_hl .. 'w ' .. hp
+              delay, p = last_delay, last_p
+            end
           end
-          st[nst + 1] = did; st[nst + 2] = v; nst = nst + 2
         end
       end
     end
+    if delay then
+      seen[did] = true
+      ent[cj[c]] = false
+      nids = nids + 1; ids[nids] = did; dl[nids] = gone[cj[c]]
+      local v
+      if delay > 0 then
+        v = 'delayed' .. rest
+        now = now or now_ms()
+        if push_delayed(Q.delayed, did, now + delay) then redis.call(PUB or pub_mode(), Q.wake, '1') end
+      else
+        if rest ~= last_r then last_r, last_ready = rest, 'ready' .. rest end
+        v = last_ready
+        if p == 0 then nrp = nrp + 1; rpush[nrp] = did
+        else push_ready(Q.ready, Q.prio, Q.stats, Q.wake, did, p, false) end
+      end
+      st[nst + 1] = did; st[nst + 2] = v; nst = nst + 2
+    end
   end
-  if nids == 0 then return 0 end
+  if nids == 0 then return 0, nent end
   call_all('HSET', J.s, st, 2)
   call_all('ZREM', Q.waiting, ids)
   if nrp > 0 then
@@ -1679,7 +1697,7 @@ function DEPS.release_ones(J, Q, gone, ent)
     if n == nrp and redis.call('ZCARD', Q.prio) == 0 then redis.call(PUB or pub_mode(), Q.wake, '1') end
   end
   DEPS.forget(Q.dependents, dl)
-  return nids
+  return nids, nent - nids
 end
 
 -- Add the jobs ids, completed at `stamp`, to the retention index (one

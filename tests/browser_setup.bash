@@ -16,12 +16,19 @@ CHROMIUM=/usr/lib/chromium/chromium
 command -v npm >/dev/null || apt_install nodejs npm
 command -v npm >/dev/null || { echo "SKIP: npm cannot be installed here (Debian packages nodejs, npm)"; exit 0; }
 PW="$BUILD/playwright"
+mkdir -p "$PW"
+# One install at a time: the dashboard tests of a fresh build start
+# together, and two npm installs into one folder collide (ENOTEMPTY); the
+# others wait for the lock, then find it installed.
+exec {pw_lock}>"$BUILD/playwright.lock"
+flock "$pw_lock"
 if [ ! -f "$PW/node_modules/playwright-core/package.json" ] ||
    ! grep -q "\"version\": \"$PW_VERSION\"" "$PW/node_modules/playwright-core/package.json"; then
-    mkdir -p "$PW"
     npm install --prefix "$PW" --no-audit --no-fund --loglevel=error "playwright-core@$PW_VERSION" >"$PW/install.log" 2>&1 ||
         { echo "SKIP: playwright-core cannot be installed from npm: $(tail -3 "$PW/install.log")"; exit 0; }
 fi
+flock -u "$pw_lock"
+exec {pw_lock}>&-
 # The scripts' shared module (tests/dashboard/lib.mjs), next to where each
 # test copies its script; copied under a temporary name and renamed, so a
 # test running at the same time never imports a half-written file.

@@ -2042,6 +2042,55 @@ TEST(a_completion_keeps_listed_a_group_with_ready_jobs_the_depth_index_misses) {
     env_stop(&e);
 }
 
+/* The completion that unlists groups deletes their started counters in the
+ * HDEL of their running counts (GROUPS.count with GROUPS.tidy folded in),
+ * not in an HDEL of its own: as many HDELs as a completion that unlists
+ * none; the counters leave exactly with the listing (a group with a ready
+ * job left keeps its count). */
+TEST(a_completion_that_unlists_groups_deletes_their_started_counters_in_its_one_hdel) {
+    test_env e;
+    env_start(&e, "gsh");
+    ASSERT_OK(enqueue_in(&e, e.q, "a0", "a", 0).status);
+    ASSERT_OK(enqueue_in(&e, e.q, "b0", "b", 0).status);
+    ASSERT_OK(enqueue_in(&e, e.q, "c0", "c", 0).status);
+    ASSERT_OK(enqueue_in(&e, e.q, "c1", "c", 0).status);
+    redisReply *r = claim_as_worker(&e, "gsh", "3", "cx.w.1");
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4 + 5 * 3);
+    ASSERT_STREQ("a0,b0,c0", claimed_payloads(r));
+    ASSERT_EQ(1, server_int(e.rc, "HGET t:{gsh}:g:act %s", "a s"));
+    /* the completion of a0, b0 and c0: a and b leave the listing, c stays */
+    freeReplyObject(server_cmd(e.rc, "CONFIG RESETSTAT"));
+    complete_claimed(&e, "gsh", r, 3);
+    freeReplyObject(r);
+    long long unlisting = server_calls(e.rc, "hdel");
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{gsh}:g:all")); /* (c alone) */
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{gsh}:g:act %s", "a s"));
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{gsh}:g:act %s", "b s"));
+    ASSERT_EQ(1, server_int(e.rc, "HGET t:{gsh}:g:act %s", "c s")); /* (listed: kept) */
+    ASSERT_EQ(2, server_int(e.rc, "HLEN t:{gsh}:g:act")); /* (its pin and c's counter) */
+    /* a completion that unlists none: c1 claimed with d0 of a new group d
+     * behind which d1 waits, and d0 completed alone */
+    ASSERT_OK(enqueue_in(&e, e.q, "d0", "d", 0).status);
+    ASSERT_OK(enqueue_in(&e, e.q, "d1", "d", 0).status);
+    r = claim_as_worker(&e, "gsh", "1", "cx.w.2");
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4 + 5);
+    ASSERT_STREQ("c1", claimed_payloads(r));
+    complete_claimed(&e, "gsh", r, 1); /* (c unlisted) */
+    freeReplyObject(r);
+    r = claim_as_worker(&e, "gsh", "1", "cx.w.3");
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4 + 5);
+    ASSERT_STREQ("d0", claimed_payloads(r));
+    freeReplyObject(server_cmd(e.rc, "CONFIG RESETSTAT"));
+    complete_claimed(&e, "gsh", r, 1);
+    freeReplyObject(r);
+    ASSERT_EQ(1, server_int(e.rc, "HGET t:{gsh}:g:act %s", "d s")); /* (d listed: d1 waits) */
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{gsh}:g:act %s", "c s"));
+    printf("HDEL calls: a completion that unlists two groups %lld, one that unlists none %lld\n",
+           unlisting, server_calls(e.rc, "hdel"));
+    ASSERT_EQ(server_calls(e.rc, "hdel"), unlisting);
+    env_stop(&e);
+}
+
 /* A claim reads its group jobs' states with their records (one HMGET):
  * an id a cancel left behind in its group's list, between two others,
  * does not start, and the jobs around it start with their own payloads

@@ -342,7 +342,9 @@ end
 -- version, GROUPS.taken) is asked one EXISTS of its list and priority
 -- set. (Not the ring: its scores, like the index's, come back printed
 -- with "%.17g", and a group in it is in the index or has a list anyway.)
-function GROUPS.tidy(G, g, gs, idle)
+-- (sf: a list the leaving groups' started-counter fields are added to,
+-- for the caller's own HDEL of g:act, GROUPS.count; else deleted here)
+function GROUPS.tidy(G, g, gs, idle, sf)
   gs = gs or {g}
   if #gs == 0 then return end
   local n = 0
@@ -358,7 +360,8 @@ function GROUPS.tidy(G, g, gs, idle)
     for j = 1, #part do r[#r + 1] = part[j] end
   end
   local a = not idle and hmget(G .. 'act', gs) or {}
-  local sf = {}
+  local own = not sf
+  sf = sf or {}
   for i, h in ipairs(gs) do
     if not r[i] and not a[i] and redis.call('EXISTS', G .. 'r:' .. h, G .. 'p:' .. h) == 0 then
       redis.call('ZREM', G .. 'all', h)
@@ -366,8 +369,9 @@ function GROUPS.tidy(G, g, gs, idle)
       sf[#sf + 1] = GROUPS.sfield(h)
     end
   end
-  -- (their started counters leave with them: one HDEL per call)
-  if #sf > 0 then call_all('HDEL', G .. 'act', sf) end
+  -- (their started counters leave with them: one HDEL per call, or none
+  -- of its own, folded into the caller's)
+  if own and #sf > 0 then call_all('HDEL', G .. 'act', sf) end
 end
 
 -- (its field '~', no group's name, has a value longer than
@@ -390,9 +394,13 @@ function GROUPS.sfield(g) return g .. ' s' end
 -- one write; a count that reaches 0 leaves the hash). started: d[g] are
 -- starts (or, below 0, starts undone), added to each group's started
 -- counter too (GROUPS.sfield: its fields in the same read and write, so
--- they cost arguments, not commands). Returns the groups of gs left with
--- nothing active.
-function GROUPS.count(G, gs, d, started)
+-- they cost arguments, not commands). tidy: the groups left with nothing
+-- active are tidied (GROUPS.tidy, their counts known to be 0) between the
+-- read and the write, and the started counters of those that leave the
+-- listing go in the same HDEL as the running counts (GROUPS.release: one
+-- command less per call that unlists groups). Returns the groups of gs
+-- left with nothing active.
+function GROUPS.count(G, gs, d, started, tidy)
   local k, f, m = G .. 'act', {'~'}, #gs
   for i, g in ipairs(gs) do f[i + 1] = g end
   if started then for i, g in ipairs(gs) do f[m + i + 1] = GROUPS.sfield(g) end end
@@ -415,6 +423,7 @@ function GROUPS.count(G, gs, d, started)
       end
     end
   end
+  if tidy then GROUPS.tidy(G, nil, idle, true, del) end
   if #set > 0 then call_all('HSET', k, set, 2) end
   if #del > 0 then call_all('HDEL', k, del) end
   return idle
@@ -473,7 +482,11 @@ function GROUPS.release(G, J, ids, c)
     if per then per[g] = per[g] or {}; per[g][#per[g] + 1] = id end
   end
   if #gs == 0 then return by end
-  local idle = GROUPS.count(G, gs, d)
+  -- (the groups left with nothing active and nothing ready leave the
+  -- listing, GROUPS.tidy, in the count's call: their started counters
+  -- deleted with their running counts, one HDEL; tidy reads none of what
+  -- the slots' release and the offers below change)
+  GROUPS.count(G, gs, d, nil, true)
   for _, g in ipairs(per and gs or {}) do
     -- only a group with a limit has slots, and can be out of the ring for
     -- want of one (one without stays in while it has ready jobs:
@@ -483,8 +496,6 @@ function GROUPS.release(G, J, ids, c)
       GROUPS.offer(G, J, g, c)
     end
   end
-  -- (a group with jobs still active stays listed: nothing read)
-  GROUPS.tidy(G, nil, idle, true)
   return by
 end
 

@@ -13,7 +13,10 @@
 #
 # Usage: bench/deps_replay.sh DEPS_BENCH [MODE [N]]   (MODE dep, N 2000)
 # Environment: PORT (17490, and PORT+1 for callgrind), OUT (mktemp),
-#   REUSE (a previous OUT whose capture is replayed)
+#   REUSE (a previous OUT whose capture is replayed), FROM=deps_add: the
+#   calls replayed from the first deps_add on (the dependents' enqueue,
+#   then the run), on what `DEPS_BENCH_ENQUEUE_ONLY=1 deps-bench plain N`
+#   leaves (the children alone, the same ids: modes dep and same)
 # Prints per call "index function first-key instructions", then the sums
 # per function and queue, and the whole run.
 set -euo pipefail
@@ -23,6 +26,9 @@ N=${3:-2000}
 PORT=${PORT:-17490}
 OUT=${OUT:-$(mktemp -d /tmp/rjq-deps-replay.XXXXXX)}
 PY=/usr/bin/python3
+FROM=${FROM:-claim}
+setup_mode=$MODE
+[ "$FROM" = claim ] || setup_mode=plain
 mkdir -p "$OUT/calls"
 # shellcheck source=bench/cg_redis.sh
 . "$(dirname "$0")/cg_redis.sh"
@@ -46,11 +52,11 @@ else
   src=$REUSE/monitor.txt
 fi
 
-# one RESP file per FCALL from the first claim on, and their list
-"$PY" - "$src" "$OUT/calls" << 'PYEOF'
+# one RESP file per FCALL from the first FROM call on, and their list
+"$PY" - "$src" "$OUT/calls" "$FROM" << 'PYEOF'
 import sys, re
 from cg_resp import enc
-src, out = sys.argv[1], sys.argv[2]
+src, out, first = sys.argv[1], sys.argv[2], sys.argv[3]
 def unesc(t):
     b = bytearray(); i = 0
     while i < len(t):
@@ -67,7 +73,7 @@ for line in open(src, errors='surrogateescape'):
     if '"FCALL" "' not in line: continue
     w = [unesc(x) for x in re.findall(r'"((?:[^"\\]|\\.)*)"', line.split('] ', 1)[1])]
     fn = w[1].decode().split('_', 2)[2]
-    run = run or fn == 'claim'
+    run = run or fn == first
     if not run: continue
     open('%s/%04d.resp' % (out, k), 'wb').write(enc(*w))
     names.write('%04d %s %s %s\n' % (k, fn, w[3].decode(), w[1].decode()[:16]))
@@ -79,7 +85,7 @@ cg_redis_start "$CG_PORT" deps_replay.sh --toggle-collect=fcallCommand
 REDIS_URL="redis://127.0.0.1:$CG_PORT" "$BIN" plain 10 > /dev/null
 lib=$(libname "$CG_PORT")
 redis-cli -p "$CG_PORT" FLUSHALL > /dev/null
-DEPS_BENCH_ENQUEUE_ONLY=1 REDIS_URL="redis://127.0.0.1:$CG_PORT" "$BIN" "$MODE" "$N" > /dev/null
+DEPS_BENCH_ENQUEUE_ONLY=1 REDIS_URL="redis://127.0.0.1:$CG_PORT" "$BIN" "$setup_mode" "$N" > /dev/null
 callgrind_control -z "$CG_REDIS_PID" > /dev/null 2>&1
 while read -r i fn key old; do
   sed "s/$old/$lib/" "$OUT/calls/$i.resp" | redis-cli -p "$CG_PORT" --pipe > "$OUT/pipe.log" 2>&1

@@ -660,6 +660,35 @@ TEST(same_queue_enqueue_on_a_wrongtype_dependents_hash_writes_nothing_not_even_t
     env_stop(&e);
 }
 
+/* deps_add checks the stats hash's type by its HMGET of the counter it
+ * writes (int_fields) and the payload column's by its HMGET of the
+ * caller's ids (no TYPE for them): either key wrongly typed (written
+ * behind rjq's back) is refused naming it, with nothing written, for a
+ * caller's id and for a numbered one (no caller id: the payload column's
+ * TYPE then). */
+TEST(enqueue_with_dependencies_on_wrongtype_stats_or_payload_column_writes_nothing) {
+    static const char *const keys_bad[] = {"t:{dw}:stats", "t:{dw}:payload"};
+    for (int k = 0; k < 2; k++) {
+        for (int given = 0; given < 2; given++) {
+            test_env e;
+            env_start(&e, "dw");
+            redisReply *r = redisCommand(e.rc, "SET %s x", keys_bad[k]);
+            freeReplyObject(r);
+            long long keys = server_int(e.rc, "DBSIZE") - server_int(e.rc, "EXISTS t:queues");
+            rjq_dep on_a = {"dw", "a"};
+            enqueue_wait w = enqueue_after(&e, e.q, given ? "b" : NULL, &on_a, 1, RJQ_AFTER_FAIL);
+            ASSERT_EQ(RJQ_EWRONGTYPE, w.status);
+            ASSERT_EQ(0, (long long)w.n);
+            char want[64];
+            snprintf(want, sizeof want, "%s holds a string", keys_bad[k]);
+            ASSERT(strstr(rjq_client_get_errmsg(e.c), want) != NULL);
+            ASSERT_EQ(keys, server_int(e.rc, "DBSIZE") - server_int(e.rc, "EXISTS t:queues"));
+            ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{dw}:state t:{dw}:waiting t:{dw}:deps t:{dw}:dependents"));
+            env_stop(&e);
+        }
+    }
+}
+
 /* The commands a plain job's completion and failure run are what they
  * were before dependencies (counted on main, 8ad0e37, with the same
  * test): the finishing scripts learn of dependents from the watchers

@@ -81,15 +81,19 @@ while i <= nargv do
   i = k + 2 * n
 end
 if nj == 0 then return redis.error_reply('ERR rjq deps_add: no dependencies') end
-expect_types({stats, 'hash', J.d, 'hash', J.s, 'hash', J.o, 'hash', waiting, 'zset', deps, 'hash'})
-if mine then expect_types({dependents, 'hash'}) end -- (no watchers mark for those: DEPS.register)
-int_fields(stats, 'seq', 'skipped')
--- which caller ids exist (one HMGET); numbered ids from one HINCRBY
+-- (the types checked before any write: stats's by int_fields' HMGET,
+-- J.d's by the HMGET of the caller's ids when there are some, the others
+-- by TYPE)
 local given, ng = {}, 0
 for m = 1, nj do if jid[m] ~= '' then ng = ng + 1; given[ng] = jid[m] end end
+expect_types(ng > 0 and {J.s, 'hash', J.o, 'hash', waiting, 'zset', deps, 'hash'}
+                      or {J.d, 'hash', J.s, 'hash', J.o, 'hash', waiting, 'zset', deps, 'hash'})
+if mine then expect_types({dependents, 'hash'}) end -- (no watchers mark for those: DEPS.register)
+int_fields(stats, 'seq') -- (the one counter written here)
+-- which caller ids exist (one HMGET); numbered ids from one HINCRBY
 local have = {}
 if ng > 0 then
-  local p = hmget(J.d, given)
+  local p = hmget(J.d, given, 'hash')
   for m = 1, ng do if p[m] then have[given[m]] = true end end
 end
 local fresh = 0

@@ -1390,8 +1390,16 @@ function DEPS.register_ids(J, dependents, ids, entries)
   ids[n + 1] = DEPENDENTS_PIN
   local have = hmget(dependents, ids)
   ids[n + 1] = nil
-  -- order: the jobs given dependents (first seen); had/list: their entry as read, as written
-  local out, order, had, list, stale = {}, {}, {}, {}, {}
+  -- fv: the HSET's fields and values, built as the registrations are
+  -- read (the pin first, when the hash lacks it: the HSET makes the hash
+  -- a table before it writes an entry, even in chunks); at[id]: the index
+  -- in fv of the job's entry to write, or minus its k in have while its
+  -- entry as read holds every line given so far (nothing to write for
+  -- it): one table write per job given dependents.
+  local out, stale, at = {}, {}, {}
+  local fv = have[n + 1] and {} or {DEPENDENTS_PIN, ''}
+  local pinned = #fv
+  local nf = pinned
   local last_sv, last_state -- (jobs of one enqueue call share their state string: read once)
   for k, id in ipairs(ids) do
     -- (the state's name alone, as state_text reads it)
@@ -1407,28 +1415,21 @@ function DEPS.register_ids(J, dependents, ids, entries)
       out[k] = state
     else
       out[k] = 'waiting'
-      local entry = entries[k]
-      if had[id] == nil then
-        order[#order + 1] = id
-        had[id] = have[k] or false
-        list[id] = have[k] or false
-      end
-      local l = list[id]
+      local entry, j = entries[k], at[id]
+      local l
+      if j == nil then l = have[k] elseif j < 0 then l = have[-j] else l = fv[j] end
       if not l then
-        list[id] = entry
-      elseif not string.find('\n' .. l .. '\n', '\n' .. entry .. '\n', 1, true) then
-        list[id] = l .. '\n' .. entry
+        nf = nf + 2; fv[nf - 1] = id; fv[nf] = entry; at[id] = nf
+      elseif string.find('\n' .. l .. '\n', '\n' .. entry .. '\n', 1, true) then
+        if j == nil then at[id] = -k end
+      elseif j and j > 0 then
+        fv[j] = l .. '\n' .. entry
+      else
+        nf = nf + 2; fv[nf - 1] = id; fv[nf] = l .. '\n' .. entry; at[id] = nf
       end
     end
   end
-  -- (the pin first, when the hash lacks it: the HSET makes the hash a
-  -- table before it writes an entry, even in chunks)
-  local fv = have[n + 1] and {} or {DEPENDENTS_PIN, ''}
-  local pinned = #fv
-  for _, id in ipairs(order) do
-    if list[id] ~= had[id] then fv[#fv + 1] = id; fv[#fv + 1] = list[id] end
-  end
-  if #fv > pinned then call_all('HSET', dependents, fv, 2) end
+  if nf > pinned then call_all('HSET', dependents, fv, 2) end
   if #stale > 0 then DEPS.forget(dependents, stale) end
   return out
 end

@@ -126,6 +126,19 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *priv) {
     if (r && r->str) snprintf(a->str, sizeof a->str, "%.*s", (int)r->len, r->str);
 }
 
+/* The peer answers two simple strings in one write; each command's
+ * callback has run once with its own, in order. */
+static void answer_two(peer *p, answer *first, const char *s1, answer *second, const char *s2) {
+    char both[64];
+    snprintf(both, sizeof both, "+%s\r\n+%s\r\n", s1, s2);
+    peer_send(p, both);
+    redisAsyncHandleRead(p->ac);
+    ASSERT_EQ(1, first->calls);
+    ASSERT_STREQ(s1, first->str);
+    ASSERT_EQ(1, second->calls);
+    ASSERT_STREQ(s2, second->str);
+}
+
 TEST(writeout_long_command_written_at_once_byte_exact_hiredis_buffer_untouched) {
     peer p;
     peer_open(&p);
@@ -167,12 +180,7 @@ TEST(writeout_command_the_socket_takes_part_of_leaves_its_rest_to_hiredis_in_ord
     char *got = peer_read(&p, len + len2);
     ASSERT(memcmp(got, cmd, len) == 0);
     ASSERT(memcmp(got + len, cmd2, len2) == 0);
-    peer_send(&p, "+first\r\n+second\r\n");
-    redisAsyncHandleRead(p.ac);
-    ASSERT_EQ(1, a.calls);
-    ASSERT_STREQ("first", a.str);
-    ASSERT_EQ(1, b.calls);
-    ASSERT_STREQ("second", b.str);
+    answer_two(&p, &a, "first", &b, "second");
     peer_close(&p);
     free(got);
     free(cmd);
@@ -194,12 +202,7 @@ TEST(writeout_behind_unwritten_output_or_short_goes_through_hiredis_buffer) {
     char *got = peer_read(&p, slen + len);
     ASSERT(memcmp(got, shortc, slen) == 0);
     ASSERT(memcmp(got + slen, cmd, len) == 0);
-    peer_send(&p, "+short\r\n+long\r\n");
-    redisAsyncHandleRead(p.ac);
-    ASSERT_STREQ("short", s.str);
-    ASSERT_STREQ("long", a.str);
-    ASSERT_EQ(1, s.calls);
-    ASSERT_EQ(1, a.calls);
+    answer_two(&p, &s, "short", &a, "long");
     peer_close(&p);
     free(got);
     free(cmd);
@@ -271,12 +274,7 @@ TEST(writeout_bound_exactly_one_byte_under_goes_through_hiredis_at_it_goes_at_on
     ASSERT_EQ((size_t)0, sdslen(p.ac->c.obuf)); /* at once */
     got = peer_read(&p, RJQ__WRITEOUT_MIN);
     ASSERT(memcmp(got, at, RJQ__WRITEOUT_MIN) == 0);
-    peer_send(&p, "+under\r\n+at\r\n");
-    redisAsyncHandleRead(p.ac);
-    ASSERT_EQ(1, a.calls);
-    ASSERT_STREQ("under", a.str);
-    ASSERT_EQ(1, b.calls);
-    ASSERT_STREQ("at", b.str);
+    answer_two(&p, &a, "under", &b, "at");
     peer_close(&p);
     free(got);
     free(under);

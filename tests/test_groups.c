@@ -1369,7 +1369,12 @@ static void rate_group_a(test_env *e, long window_ms) {
 
 /* A worker of 3 slots on e's queue (named qn) whose handler holds its
  * jobs in h (zeroed first), its client's visits every reclaim_ms (0: the
- * quiet default); returned once its 3 idle slots are registered. */
+ * quiet default); returned once its 3 idle slots are registered and its
+ * start is over (wait_worker_started: each subscription's confirmation
+ * makes it claim again, and on a loaded machine those came after the
+ * registration was seen: CI's "claims == claims_run(e.rc): expected 1,
+ * got 3" in one_turns_group_jobs_are_pushed..., the two claims counted
+ * as the test's own). */
 static rjq_worker *idle_holder(test_env *e, const char *qn, holding *h, long reclaim_ms) {
     memset(h, 0, sizeof *h);
     rjq_worker_options wo = quiet_worker_options(3);
@@ -1377,6 +1382,7 @@ static rjq_worker *idle_holder(test_env *e, const char *qn, holding *h, long rec
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(e->q, &wo, hold_noting, h, &w));
     WAIT_FOR(e->base, registered_slots(e->rc, qn) == 3, 10000);
+    wait_worker_started(e->base, e->c, e->q, e->rc, qn);
     return w;
 }
 

@@ -50,6 +50,11 @@ tally() {
 run_case() {
     local q=$1
     for i in $(seq 1 12); do "$TOOL" enqueue "$q" "p$i" --id "j$i" >/dev/null || die "enqueue"; done
+    # (emptied here first: the child truncates it only after the fork, and
+    # the wait below read the last case's 4 lines before it did once: CI's
+    # "FAIL (4 jobs started before the signal)" with the signal sent early)
+    : >"$DIR/worker.out"
+    : >"$DIR/worker.err"
     JOB_MS=$2 CLOSE_MS=$3 "$WORKER" "$q" 4 >"$DIR/worker.out" 2>"$DIR/worker.err" &
     WPID=$!
     # (waits for the event: a loaded machine under ASan may take seconds

@@ -55,15 +55,25 @@ int rjq__worker_start_queues_now(rjq_queue *const *queues, size_t n, rjq_worker_
  * status; freed. */
 void rjq__worker_unreserve(rjq_worker *w, int status);
 
-/* A claim's reply (claim.lua): [next due, slots registered, token,
- * deadline, then 4 per job: id, payload (nil: read later), attempt, max
- * attempts]. 1 when it is one for a claim of `asked` jobs that may
- * register `extra` slots beyond those it did not fill, with every
+/* A claim's reply (claim.lua, its jobs in runs: ARGV 10 of 2 or 3):
+ * [next due, slots registered, token, deadline, then per run of jobs its
+ * number of jobs (at least 1), attempt, max attempts (with headers the
+ * string "<max>\n<headers>"), wait, then per job of the run: id, payload
+ * (nil: read later)]. 1 when it is one for a claim of `asked` jobs that
+ * may register `extra` slots beyond those it did not fill, with every
  * number and length in range, else 0 (the claim ends with RJQ_EPROTO).
  * Pure, for tests (unit_replies, tests/fuzz). */
 int rjq__claim_reply_ok(const redisReply *r, int asked, int extra);
-/* Job i of a reply rjq__claim_reply_ok accepted; 1 when its payload was
- * left out (nil), else 0. */
-int rjq__claim_reply_job(const redisReply *r, size_t i, rjq__pushed *d);
+/* The jobs of a reply rjq__claim_reply_ok accepted. */
+size_t rjq__claim_reply_count(const redisReply *r);
+/* Where rjq__claim_reply_job is in a reply: zeroed ({0}) before its
+ * first job. */
+typedef struct rjq__claim_at {
+    size_t at, run, left;
+} rjq__claim_at;
+/* The next job of a reply rjq__claim_reply_ok accepted (call it at most
+ * rjq__claim_reply_count times); 1 when its payload was left out (nil),
+ * else 0. */
+int rjq__claim_reply_job(const redisReply *r, rjq__claim_at *k, rjq__pushed *d);
 
 #endif /* RJQ_WORKER_H */

@@ -10,27 +10,35 @@
 #include "validate.h"
 #include "worker_private.h"
 
-/* (worker.h) Job i of a claim reply (id, payload, attempt, max_attempts, wait)
- * with the reply's token and deadline, all checked by rjq__claim_reply_ok;
- * 0 on success, 1 when the payload was left out (nil: the worker reads
- * it, see worker_fetch.c). */
-int rjq__claim_reply_job(const redisReply *r, size_t i, rjq__pushed *d) {
-    redisReply **e = &r->element[CLAIM_HEAD + CLAIM_PER_JOB * i];
+/* (worker.h) The next job of a claim reply, its run's attempt, max
+ * attempts and wait, the reply's token and deadline, all checked by
+ * rjq__claim_reply_ok; 0 on success, 1 when the payload was left out
+ * (nil: the worker reads it, see worker_fetch.c). */
+int rjq__claim_reply_job(const redisReply *r, rjq__claim_at *k, rjq__pushed *d) {
+    if (k->left == 0) { /* the next run */
+        if (k->at < CLAIM_HEAD) k->at = CLAIM_HEAD;
+        k->run = k->at;
+        k->left = (size_t)r->element[k->at]->integer;
+        k->at += CLAIM_RUN;
+    }
+    redisReply **h = &r->element[k->run], **e = &r->element[k->at];
+    k->at += CLAIM_PER_JOB;
+    k->left--;
     d->id = e[0]->str, d->idlen = e[0]->len;
     d->token = r->element[2]->str, d->toklen = r->element[2]->len;
     d->payload = e[1]->str, d->len = e[1]->len;
-    d->attempt = (int)e[2]->integer;
+    d->attempt = (int)h[1]->integer;
     d->headers = NULL, d->hlen = 0;
-    if (e[3]->type == REDIS_REPLY_STRING) { /* "<max>\n<headers>" (checked) */
-        const char *nl = memchr(e[3]->str, '\n', e[3]->len);
+    if (h[2]->type == REDIS_REPLY_STRING) { /* "<max>\n<headers>" (checked) */
+        const char *nl = memchr(h[2]->str, '\n', h[2]->len);
         long long m = 0;
-        (void)rjq__parse_ll(e[3]->str, (size_t)(nl - e[3]->str), 0, RJQ__ATTEMPTS_MAX, &m);
+        (void)rjq__parse_ll(h[2]->str, (size_t)(nl - h[2]->str), 0, RJQ__ATTEMPTS_MAX, &m);
         d->max_attempts = (int)m;
-        d->headers = nl + 1, d->hlen = e[3]->len - (size_t)(nl + 1 - e[3]->str);
+        d->headers = nl + 1, d->hlen = h[2]->len - (size_t)(nl + 1 - h[2]->str);
     } else {
-        d->max_attempts = (int)e[3]->integer;
+        d->max_attempts = (int)h[2]->integer;
     }
-    d->wait_ms = e[4]->integer;
+    d->wait_ms = h[3]->integer;
     d->deadline = r->element[3]->integer;
     return e[1]->type == REDIS_REPLY_NIL;
 }
@@ -48,29 +56,47 @@ static int max_ok(const redisReply *e) {
     return nl && rjq__parse_ll(e->str, (size_t)(nl - e->str), 0, RJQ__ATTEMPTS_MAX, &m) == 0;
 }
 
+/* (worker.h) The jobs of an accepted reply: its runs' counts. */
+size_t rjq__claim_reply_count(const redisReply *r) {
+    size_t got = 0;
+    for (size_t i = CLAIM_HEAD; i < r->elements;) {
+        size_t n = (size_t)r->element[i]->integer;
+        got += n;
+        i += CLAIM_RUN + CLAIM_PER_JOB * n;
+    }
+    return got;
+}
+
 /* (worker.h) A claim registers at most the slots it did not fill and its
  * extra ones (only when it came back short); next
  * due is -1 (nothing delayed), -2 (paused) or ms from now; the token is
- * one a job handle can hold. */
+ * one a job handle can hold. Each run has at least one job, and no more
+ * than the jobs asked for in all. */
 int rjq__claim_reply_ok(const redisReply *r, int asked, int extra) {
-    if (r->type != REDIS_REPLY_ARRAY || r->elements < CLAIM_HEAD ||
-        (r->elements - CLAIM_HEAD) % CLAIM_PER_JOB != 0 || !in_range(r->element[0], -2, RJQ__TIME_MAX) ||
+    if (r->type != REDIS_REPLY_ARRAY || r->elements < CLAIM_HEAD || !in_range(r->element[0], -2, RJQ__TIME_MAX) ||
         r->element[1]->type != REDIS_REPLY_INTEGER || r->element[2]->type != REDIS_REPLY_STRING ||
         r->element[2]->len == 0 || r->element[2]->len >= sizeof(((rjq_job *)0)->token) ||
         !in_range(r->element[3], 1, RJQ__TIME_MAX))
         return 0;
-    long long got = (long long)(r->elements - CLAIM_HEAD) / CLAIM_PER_JOB, registered = r->element[1]->integer;
-    if (got > asked || extra < 0 || registered < 0 ||
-        registered > (got < asked ? asked - got + extra : 0))
-        return 0;
-    for (size_t i = CLAIM_HEAD; i < r->elements; i += CLAIM_PER_JOB) {
-        redisReply **e = &r->element[i];
-        if (e[0]->type != REDIS_REPLY_STRING || e[0]->len == 0 ||
-            (e[1]->type != REDIS_REPLY_STRING && e[1]->type != REDIS_REPLY_NIL) ||
-            !in_range(e[2], 0, RJQ__ATTEMPTS_MAX) || !max_ok(e[3]) ||
-            !in_range(e[4], -1, RJQ__TIME_MAX))
+    long long got = 0, registered = r->element[1]->integer;
+    for (size_t i = CLAIM_HEAD; i < r->elements;) {
+        redisReply **h = &r->element[i];
+        if (r->elements - i < CLAIM_RUN || !in_range(h[0], 1, asked - got) || !in_range(h[1], 0, RJQ__ATTEMPTS_MAX) ||
+            !max_ok(h[2]) || !in_range(h[3], -1, RJQ__TIME_MAX))
             return 0;
+        size_t n = (size_t)h[0]->integer;
+        got += h[0]->integer;
+        i += CLAIM_RUN;
+        if ((r->elements - i) / CLAIM_PER_JOB < n) return 0;
+        for (size_t j = 0; j < n; j++, i += CLAIM_PER_JOB) {
+            redisReply **e = &r->element[i];
+            if (e[0]->type != REDIS_REPLY_STRING || e[0]->len == 0 ||
+                (e[1]->type != REDIS_REPLY_STRING && e[1]->type != REDIS_REPLY_NIL))
+                return 0;
+        }
     }
+    if (got > asked || extra < 0 || registered < 0 || registered > (got < asked ? asked - got + extra : 0))
+        return 0;
     return 1;
 }
 
@@ -149,9 +175,10 @@ static void claim_admit(rjq_client *c, rjq_worker *w, const claim_ctx *x, const 
     rjq__pushed *d = got ? malloc(got * sizeof *d) : NULL;
     rjq_job **j = got ? malloc(got * sizeof *j) : NULL;
     rjq__pushed *f = got ? malloc(got * sizeof *f) : NULL; /* payloads to read */
+    rjq__claim_at at = {0};
     *made = 0;
     for (size_t i = 0; d && j && f && i < got; i++) {
-        int rc = rjq__claim_reply_job(r, i, &d[nback]);
+        int rc = rjq__claim_reply_job(r, &at, &d[nback]);
         if (rc == 1 && w->state == W_ACTIVE && tok) {
             f[nfetch++] = d[nback];
             continue;
@@ -208,7 +235,7 @@ static void on_claimed(rjq_client *c, int status, redisReply *r, void *priv) {
         rjq__w_check_stopped(w);
         return;
     }
-    size_t got = (r->elements - CLAIM_HEAD) / CLAIM_PER_JOB, made = 0;
+    size_t got = rjq__claim_reply_count(r), made = 0;
     rjq_job **jobs = NULL;
     claim_admit(c, w, &x, r, got, &jobs, &made);
     claim_mode(c, w, (int)got == x.asked, r->element[0]->integer);
@@ -275,7 +302,7 @@ int rjq__w_send_claim(rjq_worker *w, int want, int extra, int reset) {
     rjq__argv_ll(&a, ctx->epoch);
     rjq__argv_str(&a, reset ? "1" : "0");
     rjq__argv_str(&a, ctx->recovers ? "1" : "0");
-    rjq__argv_str(&a, ctx->ids_only ? "0" : "1");
+    rjq__argv_str(&a, ctx->ids_only ? "2" : "3"); /* (the jobs in runs) */
     rjq__argv_ll(&a, extra);
     /* what it knows of: the tokens it holds jobs of, or has yet to forget */
     for (const rjq__tok *t = ctx->recovers ? rjq__held_first(w->held) : NULL; t;

@@ -45,10 +45,12 @@
  * it paid (1.27x, Redis CPU -35%), at 16 KiB 1.8x (-56%). */
 #define CLAIM_INLINE_MAX 2048
 
-/* [next due, slots registered, token, deadline, then CLAIM_PER_JOB per job:
- * id, payload, attempt, max attempts, wait] (claim.lua) */
+/* [next due, slots registered, token, deadline, then per run: CLAIM_RUN
+ * values (jobs, attempt, max attempts, wait), then CLAIM_PER_JOB per job
+ * of the run: id, payload] (claim.lua, its reply in runs) */
 #define CLAIM_HEAD 4
-#define CLAIM_PER_JOB 5
+#define CLAIM_RUN 4
+#define CLAIM_PER_JOB 2
 
 /* A job handle's place in its worker, changed only by rjq__w_job_move
  * (worker_state.c), which asserts the transition:

@@ -776,6 +776,37 @@ static void assert_completes_each(redisContext *rc, const char *q, const char *c
     freeReplyObject(r);
 }
 
+/* A completion of SPARSE_MIN (4) jobs or more asks whether the watchers
+ * column exists in its EXISTS probe (complete.lua, drl36): without one it
+ * sends no command for it (one fewer than with it: its HMGET), with one
+ * the watched job's watcher is still told and its entry deleted. */
+TEST(batch_completion_asks_the_watchers_column_in_its_probe_and_still_tells_a_watcher) {
+    test_env e;
+    env_start(&e, "wp");
+    const char *first[] = {"w", "x", "y", "z"}; /* (its publish learns the server's pub/sub) */
+    for (int i = 0; i < 4; i++) plant_active(e.rc, "wp", first[i]);
+    freeReplyObject(server_cmd(e.rc, "HSET t:{wp}:watchers y t:{wp}:reply:ab12"));
+    assert_completes_each(e.rc, "wp", first, 4);
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{wp}:watchers")); /* told: its entry deleted */
+    const char *four[] = {"a", "b", "c", "d"};
+    for (int i = 0; i < 4; i++) plant_active(e.rc, "wp", four[i]);
+    long long before = server_commands_run(e.rc);
+    assert_completes_each(e.rc, "wp", four, 4);
+    long long plain = server_commands_run(e.rc) - before;
+    const char *four2[] = {"e", "f", "g", "h"};
+    for (int i = 0; i < 4; i++) plant_active(e.rc, "wp", four2[i]);
+    freeReplyObject(server_cmd(e.rc, "HSET t:{wp}:watchers g t:{wp}:reply:ab12"));
+    before = server_commands_run(e.rc);
+    assert_completes_each(e.rc, "wp", four2, 4);
+    long long watched = server_commands_run(e.rc) - before;
+    printf("commands: 4-job completion %lld, with a watcher %lld\n", plain, watched);
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{wp}:watchers")); /* told */
+    /* (with the column: the probe's second EXISTS, its HMGET, the PUBLISH
+     * and the HDEL) */
+    ASSERT_EQ(plain + 4, watched);
+    env_stop(&e);
+}
+
 /* Job a of queue q (e's) planted active (plant_active) and b enqueued
  * after it in the same queue (policy fail): a's completion releases b. */
 static void b_after_active_a(test_env *e, const char *q) {

@@ -41,8 +41,9 @@
 #define GROUP_CLAIM_COMMANDS_4 34
 /* (completion 18 -> 17: complete.lua asks deadlines, the groups' job hash and
  * dependents in one EXISTS, where it asked EXISTS deadlines and EXISTS of the
- * groups' job hash apart, deps15) */
-#define GROUP_COMPLETION_COMMANDS 17
+ * groups' job hash apart, deps15; 17 -> 16: a completion of 4 jobs or more asks
+ * the watchers column in that EXISTS too, no HMGET of an absent one, drl36) */
+#define GROUP_COMPLETION_COMMANDS 16
 /* (an_enqueue_behind_a_groups_ready_jobs_asks_the_ring_nothing...: the ring's
  * ZSCORE, a score printed per enqueue, skipped when the depth index's answer says
  * the group had ready ids and it has no limit, rate or pause: 29 -> 28, gcuts; nor the listing's ZADD NX: a group in the

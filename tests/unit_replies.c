@@ -64,12 +64,13 @@ static void reply_free(redisReply *r) {
     free(r);
 }
 
-/* A claim's reply with one job (claim.lua's form): next due, registered,
- * token, deadline, then id, payload, attempt, max attempts, wait. */
+/* A claim's reply with one job (claim.lua's form, in runs): next due,
+ * registered, token, deadline, then the run: 1 job, attempt, max
+ * attempts, wait, then the job's id and payload. */
 static redisReply *claim_reply(long long next, long long deadline, redisReply *payload,
                                long long attempt, long long max) {
-    return arr(9, num(next), num(0), str("c1.2.3"), num(deadline), str("job-1"), payload,
-               num(attempt), num(max), num(attempt == 1 ? 250 : -1));
+    return arr(10, num(next), num(0), str("c1.2.3"), num(deadline), num(1), num(attempt), num(max),
+               num(attempt == 1 ? 250 : -1), str("job-1"), payload);
 }
 
 /* ---- claim replies ---------------------------------------------------------- */
@@ -90,7 +91,9 @@ TEST(claim_reply_in_range_is_read) {
     redisReply *r = claim_reply(-1, 1700000000000LL, str("payload"), 2, 5);
     ASSERT_EQ(1, rjq__claim_reply_ok(r, 1, 0));
     rjq__pushed d;
-    ASSERT_EQ(0, rjq__claim_reply_job(r, 0, &d));
+    rjq__claim_at at = {0};
+    ASSERT_EQ(1, (long)rjq__claim_reply_count(r));
+    ASSERT_EQ(0, rjq__claim_reply_job(r, &at, &d));
     ASSERT_EQ(5, d.idlen);
     ASSERT(memcmp(d.id, "job-1", 5) == 0);
     ASSERT_EQ(6, d.toklen);
@@ -103,7 +106,8 @@ TEST(claim_reply_in_range_is_read) {
     /* a payload left out (nil: read later); paused (-2); the next job due */
     r = claim_reply(-2, 1700000000000LL, nil(), 1, 3);
     ASSERT_EQ(1, rjq__claim_reply_ok(r, 1, 0));
-    ASSERT_EQ(1, rjq__claim_reply_job(r, 0, &d));
+    at = (rjq__claim_at){0};
+    ASSERT_EQ(1, rjq__claim_reply_job(r, &at, &d));
     ASSERT_EQ(250, d.wait_ms);
     reply_free(r);
     r = arr(4, num(1500), num(2), str("c1.2.3"), num(1700000000000LL));
@@ -119,9 +123,32 @@ TEST(claim_reply_registers_at_most_the_unfilled_and_extra_slots) {
     ASSERT_EQ(0, rjq__claim_reply_ok(r, 1, 6));
     ASSERT_EQ(0, rjq__claim_reply_ok(r, 1, 0));
     reply_free(r);
-    r = arr(9, num(-1), num(1), str("c1.2.3"), num(1700000000000LL), str("job-1"), str("p"),
-            num(1), num(3), num(250));
+    r = arr(10, num(-1), num(1), str("c1.2.3"), num(1700000000000LL), num(1), num(1), num(3), num(250),
+            str("job-1"), str("p"));
     ASSERT_EQ(0, rjq__claim_reply_ok(r, 1, 7)); /* filled: nothing registered */
+    reply_free(r);
+}
+
+/* A claim's jobs come in runs (claim.lua ARGV 10 of 2 or 3): each job
+ * reads its own run's attempt, max attempts and wait, in order. */
+TEST(claim_reply_in_runs_gives_each_job_its_runs_values) {
+    redisReply *r = arr(18, num(-1), num(0), str("c1.2.3"), num(1700000000000LL), num(2), num(1), num(3),
+                        num(40), str("a"), str("pa"), str("b"), nil(), num(1), num(2), str("5\nh: v"),
+                        num(-1), str("c"), str("pc"));
+    ASSERT_EQ(1, rjq__claim_reply_ok(r, 3, 0));
+    ASSERT_EQ(0, rjq__claim_reply_ok(r, 2, 0)); /* more jobs than asked */
+    ASSERT_EQ(3, (long)rjq__claim_reply_count(r));
+    rjq__claim_at at = {0};
+    rjq__pushed d;
+    ASSERT_EQ(0, rjq__claim_reply_job(r, &at, &d));
+    ASSERT(d.idlen == 1 && d.id[0] == 'a' && d.len == 2 && d.attempt == 1 && d.max_attempts == 3);
+    ASSERT(d.wait_ms == 40 && d.hlen == 0);
+    ASSERT_EQ(1, rjq__claim_reply_job(r, &at, &d)); /* (its payload left out) */
+    ASSERT(d.id[0] == 'b' && d.attempt == 1 && d.max_attempts == 3 && d.wait_ms == 40);
+    ASSERT_EQ(0, rjq__claim_reply_job(r, &at, &d));
+    ASSERT(d.id[0] == 'c' && d.attempt == 2 && d.max_attempts == 5 && d.wait_ms == -1);
+    ASSERT(d.hlen == 4 && memcmp(d.headers, "h: v", 4) == 0);
+    ASSERT_EQ(6, d.toklen);
     reply_free(r);
 }
 
@@ -168,25 +195,35 @@ TEST(claim_reply_numbers_out_of_range_are_malformed) {
     r = arr(4, num(-1), num(0), str(""), num(1700000000000LL));
     ASSERT_EQ(0, rjq__claim_reply_ok(r, 1, 0));
     reply_free(r);
-    r = arr(9, num(-1), num(0), str("c1.2.3"), num(1700000000000LL), str(""), str("p"), num(1),
-            num(3), num(-1));
+    r = arr(10, num(-1), num(0), str("c1.2.3"), num(1700000000000LL), num(1), num(1), num(3), num(-1), str(""), str("p"));
     ASSERT_EQ(0, rjq__claim_reply_ok(r, 1, 0));
     reply_free(r);
-    r = arr(9, num(-1), num(0), str("c1.2.3"), num(1700000000000LL), num(7), str("p"), num(1),
-            num(3), num(-1));
+    r = arr(10, num(-1), num(0), str("c1.2.3"), num(1700000000000LL), num(1), num(1), num(3), num(-1), num(7), str("p"));
     ASSERT_EQ(0, rjq__claim_reply_ok(r, 1, 0));
     reply_free(r);
-    r = arr(8, num(-1), num(0), str("c1.2.3"), num(1700000000000LL), str("j"), str("p"), num(1),
-            num(3)); /* (the format before the wait) */
+    r = arr(9, num(-1), num(0), str("c1.2.3"), num(1700000000000LL), num(1), num(1), num(3), num(-1), str("j")); /* (a run cut short) */
+    ASSERT_EQ(0, rjq__claim_reply_ok(r, 1, 0));
+    reply_free(r);
+    r = arr(7, num(-1), num(0), str("c1.2.3"), num(1700000000000LL), num(1), num(1), num(3)); /* (a run's head cut short) */
+    ASSERT_EQ(0, rjq__claim_reply_ok(r, 1, 0));
+    reply_free(r);
+    r = arr(10, num(-1), num(0), str("c1.2.3"), num(1700000000000LL), num(0), num(1), num(3), num(-1), str("j"), str("p")); /* (a run of no job) */
+    ASSERT_EQ(0, rjq__claim_reply_ok(r, 1, 0));
+    reply_free(r);
+    r = arr(14, num(-1), num(0), str("c1.2.3"), num(1700000000000LL), num(2), num(1), num(3), num(-1), str("j"), str("p"), str("k"), str("p"),
+            num(7), num(1)); /* (more jobs than the runs' counts) */
+    ASSERT_EQ(0, rjq__claim_reply_ok(r, 2, 0));
+    reply_free(r);
+    r = arr(9, num(-1), num(0), str("c1.2.3"), num(1700000000000LL), str("j"), str("p"), num(1),
+            num(3), num(-1)); /* (five values a job: the form without runs) */
     ASSERT_EQ(0, rjq__claim_reply_ok(r, 1, 0));
     reply_free(r);
     /* the wait: -1 (not known) .. 2^62 */
-    r = arr(9, num(-1), num(0), str("c1.2.3"), num(1700000000000LL), str("j"), str("p"), num(1),
-            num(3), num(-2));
+    r = arr(10, num(-1), num(0), str("c1.2.3"), num(1700000000000LL), num(1), num(1), num(3), num(-2), str("j"), str("p"));
     ASSERT_EQ(0, rjq__claim_reply_ok(r, 1, 0));
     reply_free(r);
-    r = arr(9, num(-1), num(0), str("c1.2.3"), num(1700000000000LL), str("j"), str("p"), num(1),
-            num(3), num(RJQ__TIME_MAX + 1));
+    r = arr(10, num(-1), num(0), str("c1.2.3"), num(1700000000000LL), num(1), num(1), num(3), num(RJQ__TIME_MAX + 1), str("j"),
+            str("p"));
     ASSERT_EQ(0, rjq__claim_reply_ok(r, 1, 0));
     reply_free(r);
     r = str("OK");

@@ -55,7 +55,8 @@
 --       ("<client>.<worker>.<unique>", new for every call), 5 wake channel,
 --       6 the worker's idle field, 7 its registration epoch, 8 reset (1:
 --       replace the registration), 9 recover (1/0), 10 payloads (1: in
---       the reply; 0: not, the worker reads them itself), 11 extra: slots
+--       the reply; 0: not, the worker reads them itself; 3 and 2 the same
+--       with the jobs in runs, below), 11 extra: slots
 --       registered beyond the unfilled ones when the claim comes back short
 --       (a sharded queue's worker, whose claim its slot budget made smaller
 --       than the slots it has for this shard; 0 or absent: none), 12.. the
@@ -74,6 +75,12 @@
 -- is as good as this one (a job cancelled and deleted meanwhile: nil).
 -- Without payloads a record deleted behind rjq's back is not noticed here:
 -- its job starts, the worker finds no payload and leaves it to its lease.
+-- With ARGV 10 of 2 or 3 the jobs come in runs instead of five values
+-- each: per run of jobs that share attempt, max_attempts and wait (the
+-- jobs of one enqueue call, taken in a row, are one run), its number of
+-- jobs, those three, then id and payload per job (start_jobs' c.runs,
+-- to_runs in lib.lua: two values a job, three a run, where a job had five:
+-- the reply's values cost Redis ~0.4k each; src/worker_claim.c reads it).
 -- Where next is -1, -2 (paused), or (when fewer
 -- than `want` jobs were claimed) the ms until the next delayed job is due, registered
 -- the slots registered, token the fencing token of every job returned
@@ -84,7 +91,9 @@
 -- no stranded backlog).
 local prefix, want, lease, tok, wake = ARGV[1], math.min(tonumber(ARGV[2]), 1000), tonumber(ARGV[3]), ARGV[4], ARGV[5]
 local field, epoch, reset, recover = ARGV[6], ARGV[7], ARGV[8] == '1', ARGV[9] == '1'
-local no_payload = ARGV[10] == '0'
+-- (ARGV 10: '0' ids only, '1' with payloads, each job's five values;
+-- '2' ids only, '3' with payloads, in runs: see Returns)
+local no_payload, runs = ARGV[10] == '0' or ARGV[10] == '2', ARGV[10] == '2' or ARGV[10] == '3'
 local extra = math.max(0, math.min(tonumber(ARGV[11] or '0') or 0, 1000))
 local J = columns(cols, prefix)
 -- Wrongly typed keys are refused before the first write. The common call
@@ -210,7 +219,7 @@ if #first > 0 then
   out[4] = by_end or by_score or out[4] -- (a number: an integer reply)
   -- (a recovering claim's member is the worker's to forget, whatever came back)
   if #keep == 0 and not recover then redis.call('ZREM', held, first[1]) end
-  return out
+  return runs and to_runs(out) or out
 end
 
 -- Recovery: the jobs still held under the worker's tokens it does not know
@@ -285,7 +294,7 @@ if paused then
   end
   if reset then offer_slots(idle, field, epoch, lease, 0, true) end
   out[1] = -2
-  return out
+  return runs and to_runs(out) or out
 end
 
 -- Due delayed jobs (and retries) become ready first. (Reading them checks
@@ -435,18 +444,18 @@ if #all > 0 then
     if n < want or reset then expect_types({idle, 'hash'}) end
     if timeouts then expect_types({deadlines, 'zset'}) end
   end
-  got = undoing(function()
-    return start_jobs(J, {active = active, held = held, deadlines = deadlines, emit = emit, now = now, tok = tok,
-                          stamp = stamp, deadline = int(now + lease), also = rec, before_write = before_write},
-                      all, d, o, s, out)
-  end)
+  -- (in runs at once unless a recovery put its jobs' five values first)
+  local sc = {active = active, held = held, deadlines = deadlines, emit = emit, now = now, tok = tok,
+              stamp = stamp, deadline = int(now + lease), also = rec, before_write = before_write,
+              runs = runs and not rec}
+  got = undoing(function() return start_jobs(J, sc, all, d, o, s, out) end)
   unready(ready, prio, ids, nhi, nplain)
   if rmax and got > 0 then
     -- one entry per start (its token and id: unique), at this call's time;
     -- the jobs a recovery took over (first in out) started before
-    local za, t = {}, stamp
-    for i = 5 + 5 * (rec and #rec or 0), #out, 5 do
-      if out[i] then za[#za + 1] = t; za[#za + 1] = tok .. ' ' .. out[i] end
+    local za, t, hi = {}, stamp, sc.hi
+    for i = (rec and #rec or 0) + 1, #hi do
+      za[#za + 1] = t; za[#za + 1] = tok .. ' ' .. hi[i]
     end
     call_all('ZADD', starts, za, 2)
   end
@@ -498,4 +507,5 @@ if got < want then
 elseif reset then
   offer_slots(idle, field, epoch, lease, 0, true)
 end
+if runs and rec then return to_runs(out) end -- (see sc above)
 return out

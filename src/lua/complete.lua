@@ -58,37 +58,6 @@ J.dt = dependents -- (the retention sweep keeps the records of jobs with depende
 -- records).
 if FIRST > FORGET then expect_types({held, 'zset'}) end
 local now, stamp = now_text() -- (stamp: the text, made once from TIME's reply)
--- Whether a monitor listens, jobs have run-time limits and (for offers)
--- jobs wait, with one EXISTS: these keys exist while they have members,
--- so 0 (the usual case) answers the monitor's EXISTS, the EXISTS of
--- deadlines and the offers' LLEN ready and ZCARD prio at once; else
--- deadlines, ready and prio are asked (ready and prio with their type
--- check: a wrongly typed key exists) and the monitor key is what the
--- count leaves.
--- (and whether jobs of groups live: the groups' job hash, README "Groups";
--- and whether jobs have dependents of this queue: the dependents hash,
--- whose entries are what tells of those, DEPS.register in lib.lua)
-local gjob = groups .. 'job'
-local probe = {monitored, deadlines, gjob, dependents}
-if offers > 0 then probe[5] = ready; probe[6] = prio end
-local exist = redis.call('EXISTS', unpack(probe))
-local has_deadlines, monitored_on, work_waits, has_groups, has_dependents = false, false, false, false, false
-if exist > 0 then
-  -- deadlines, gjob and dependents in one EXISTS, counted 1, 2 and 4
-  -- times (EXISTS counts a key named twice twice): its bits
-  local b = redis.call('EXISTS', deadlines, gjob, gjob, dependents, dependents, dependents, dependents)
-  has_deadlines, has_groups, has_dependents = b % 2 == 1, b % 4 >= 2, b >= 4
-  local w = 0
-  if offers > 0 then
-    local nr, np = typed('list', 'LLEN', ready), typed('zset', 'ZCARD', prio)
-    work_waits = nr > 0 or np > 0
-    w = (nr > 0 and 1 or 0) + (np > 0 and 1 or 0)
-  end
-  -- what the count leaves is the monitor key
-  monitored_on = exist - w - (has_deadlines and 1 or 0) - (has_groups and 1 or 0) - (has_dependents and 1 or 0) > 0
-end
-local emit = monitor(monitored, events, nil, monitored_on)
-
 -- The jobs' ids in order (ids) and their runs (runs: the ARGV index of
 -- each run's tail, in order): job i's tail and result are found from
 -- its run as the loop below walks them (no per-job tables of tails and
@@ -113,7 +82,47 @@ local function rix(i)
     i = i - cnt
   end
 end
-local s, n = hmget(J.s, ids, 'hash'), hmget_sparse(J.n, ids, 'hash')
+-- Whether a monitor listens, jobs have run-time limits and (for offers)
+-- jobs wait, with one EXISTS: these keys exist while they have members,
+-- so 0 (the usual case) answers the monitor's EXISTS, the EXISTS of
+-- deadlines and the offers' LLEN ready and ZCARD prio at once; else
+-- deadlines, ready and prio are asked (ready and prio with their type
+-- check: a wrongly typed key exists) and the monitor key is what the
+-- count leaves.
+-- (and whether jobs of groups live: the groups' job hash, README "Groups";
+-- and whether jobs have dependents of this queue: the dependents hash,
+-- whose entries are what tells of those, DEPS.register in lib.lua; and
+-- whether jobs have watchers: the watchers column, read only then, for a
+-- batch of SPARSE_MIN jobs or more, where it was an EXISTS of its own,
+-- hmget_sparse; a smaller one reads it at once, as before)
+local gjob = groups .. 'job'
+local wprobe = #ids >= SPARSE_MIN
+local probe = {monitored, deadlines, gjob, dependents}
+if wprobe then probe[#probe + 1] = J.n end
+if offers > 0 then probe[#probe + 1] = ready; probe[#probe + 1] = prio end
+local exist = redis.call('EXISTS', unpack(probe))
+local has_deadlines, monitored_on, work_waits, has_groups, has_dependents = false, false, false, false, false
+local has_watchers = false
+if exist > 0 then
+  -- deadlines, gjob, dependents and watchers in one EXISTS, counted 1, 2,
+  -- 4 and 8 times (EXISTS counts a key named twice twice): its bits
+  local b = wprobe and redis.call('EXISTS', deadlines, gjob, gjob, dependents, dependents, dependents, dependents,
+                                  J.n, J.n, J.n, J.n, J.n, J.n, J.n, J.n) or
+            redis.call('EXISTS', deadlines, gjob, gjob, dependents, dependents, dependents, dependents)
+  has_deadlines, has_groups, has_dependents, has_watchers = b % 2 == 1, b % 4 >= 2, b % 8 >= 4, b >= 8
+  local w = 0
+  if offers > 0 then
+    local nr, np = typed('list', 'LLEN', ready), typed('zset', 'ZCARD', prio)
+    work_waits = nr > 0 or np > 0
+    w = (nr > 0 and 1 or 0) + (np > 0 and 1 or 0)
+  end
+  -- what the count leaves is the monitor key
+  monitored_on = exist - w - (has_deadlines and 1 or 0) - (has_groups and 1 or 0) - (has_dependents and 1 or 0) -
+                 (has_watchers and 1 or 0) > 0
+end
+local emit = monitor(monitored, events, nil, monitored_on)
+
+local s, n = hmget(J.s, ids, 'hash'), (has_watchers or not wprobe) and hmget(J.n, ids, 'hash') or {}
 -- late[i]: job i's run time is over. An entry of deadlines counts only
 -- for a job with a timeout (one left by an earlier job of the id does
 -- not, as in extend.lua); most queues have no such key: one EXISTS.

@@ -2079,7 +2079,12 @@ end
 -- nil: read here), c.tok, c.deadline, c.also, c.before_write (below).
 -- The jobs are active until `deadline` under fencing token tok, with one
 -- more attempt. Appends id, payload, attempt, max_attempts of each
--- started job to out (a record deleted behind rjq's back is skipped).
+-- started job to out (a record deleted behind rjq's back is skipped),
+-- and its wait; with c.runs, in runs instead (a claim's reply in runs,
+-- claim.lua ARGV 10): per run of jobs of the same attempt, max attempts
+-- and wait, its count, those three, then id and payload per job (the
+-- jobs of one enqueue call, in a row, make one run: two values a job
+-- where there were five). c.hi is then the started ids (after c.also's).
 -- Returns how many started.
 -- The jobs of one call share tok (it is new for every call, so each
 -- claim of a job still has its own): the token check always pairs it
@@ -2141,6 +2146,9 @@ local function start_jobs(J, c, ids, d, o, s, out)
   -- its time parsed once (the find alone cost ~3.3k Redis instructions a
   -- job, tonumber's strtod ~2k, callgrind).
   local last_s, last_a, last_v, last_w
+  -- (c.runs: the open run's count's index in out, its count, attempt, max
+  -- attempts and wait)
+  local runs, rh, rc, ra, rm, rw = c.runs, nil, 0, nil, nil, nil
   for i, id in ipairs(ids) do
     -- (an id twice in ids, which only a change behind rjq's back can do,
     -- starts once: the copies would share a token)
@@ -2196,14 +2204,30 @@ local function start_jobs(J, c, ids, d, o, s, out)
         dz[#dz + 1] = int(ends); dz[#dz + 1] = id
       end
       st[2 * n + 1] = id; st[2 * n + 2] = v
-      out[k + 1] = id; out[k + 2] = d and d[i] or false; out[k + 3] = a; out[k + 4] = max
       -- its wait (enqueue to first start, ms; -1: a later run, or not known):
       -- the worker's history counts it (src/history.c)
-      out[k + 5] = w or (q and math.max(startn - q, 0) or -1)
+      w = w or (q and math.max(startn - q, 0) or -1)
+      if runs then
+        if a ~= ra or max ~= rm or w ~= rw then -- (a new run: its head)
+          if rh then out[rh] = rc end
+          rh, rc, ra, rm, rw = k + 1, 0, a, max, w
+          out[k + 1] = 0; out[k + 2] = a; out[k + 3] = max; out[k + 4] = w
+          k = k + 4
+        end
+        rc = rc + 1
+        out[k + 1] = id; out[k + 2] = d and d[i] or false
+        k = k + 2
+      else
+        out[k + 1] = id; out[k + 2] = d and d[i] or false; out[k + 3] = a; out[k + 4] = max
+        out[k + 5] = w
+        k = k + 5
+      end
       hi[base + n + 1] = id
-      n, k = n + 1, k + 5
+      n = n + 1
     end
   end
+  if rh then out[rh] = rc end
+  c.hi = hi
   if before_write then before_write(n, dz ~= nil) end
   if n == 0 then no_lease(); return enter(0) end
   if c.u then
@@ -2229,6 +2253,26 @@ local function start_jobs(J, c, ids, d, o, s, out)
   if dz then redis.call('ZADD', deadlines, unpack(dz)) end
   c.dz = dz -- (a push heard by nobody takes them back: push_to_idle)
   return enter(n)
+end
+
+-- A claim's reply of five values a job (next, registered, token,
+-- deadline, then id, payload, attempt, max attempts, wait per job) in
+-- runs, as start_jobs' c.runs makes it (claim.lua ARGV 10): for the
+-- claim's other paths (a re-send, a recovery), which build the five.
+local function to_runs(out)
+  local r, k, rh, ra, rm, rw = {out[1], out[2], out[3], out[4]}, 4, nil, nil, nil, nil
+  for i = 5, #out, 5 do
+    local a, m, w = out[i + 2], out[i + 3], out[i + 4]
+    if not rh or a ~= ra or m ~= rm or w ~= rw then
+      rh, ra, rm, rw = k + 1, a, m, w
+      r[k + 1] = 0; r[k + 2] = a; r[k + 3] = m; r[k + 4] = w
+      k = k + 4
+    end
+    r[rh] = r[rh] + 1
+    r[k + 1] = out[i]; r[k + 2] = out[i + 1]
+    k = k + 2
+  end
+  return r
 end
 
 -- Push delivery. A worker whose claim came back short registers its free

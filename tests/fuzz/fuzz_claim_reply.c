@@ -16,7 +16,7 @@ static void touch_reply(const redisReply *r) {
 static void check(const redisReply *r, int asked) {
     if (!rjq__claim_reply_ok(r, asked, 0)) return;
     /* what on_claimed does with an accepted reply, and must not overflow */
-    size_t got = (r->elements - 4) / 4;
+    size_t got = rjq__claim_reply_count(r);
     MUST((long long)got <= asked);
     long long next = r->element[0]->integer, deadline = r->element[3]->integer;
     MUST(next >= -2 && deadline > 0);
@@ -24,15 +24,16 @@ static void check(const redisReply *r, int asked) {
     keep(next >= 0 ? (long long)((unsigned long long)next + 1) : 0);
     MUST(r->element[1]->integer >= 0 && r->element[1]->integer <= asked - (long long)got);
     touch_reply(r->element[2]);
+    rjq__claim_at at = {0};
     for (size_t i = 0; i < got; i++) {
         rjq__pushed d;
-        int nil = rjq__claim_reply_job(r, i, &d);
+        int nil = rjq__claim_reply_job(r, &at, &d);
         MUST(nil == 0 || nil == 1);
         MUST(d.idlen > 0 && d.toklen > 0 && d.toklen < 64);
         MUST(d.attempt >= 0 && d.max_attempts >= 0 && d.deadline == deadline);
         touch_in(d.id, d.idlen, d.id, d.idlen);
         if (!nil) touch_in(d.payload, d.len, d.payload, d.len);
-        redisReply *m = r->element[4 + 5 * i + 3]; /* (max attempts, with headers a string) */
+        redisReply *m = r->element[at.run + 2]; /* (max attempts, with headers a string) */
         if (d.hlen) touch_in(m->str, m->len, d.headers, d.hlen);
     }
 }

@@ -736,6 +736,53 @@ TEST(listing_groups_skips_a_busy_entry_with_nothing_running_and_leaves_it) {
     env_stop(&e);
 }
 
+/* A listing whose page reaches the groups with running jobs only
+ * (g:busy) reads every row's running count and started counter in one
+ * HMGET of g:act, the busy page's with the depth index's (gstats.lua: a
+ * busy group's running count was read twice, once to skip a stale entry
+ * and once with the rows): the rows as before, a busy entry with nothing
+ * running neither listed nor counted. */
+TEST(a_listing_reaching_the_busy_groups_reads_their_running_counts_once) {
+    test_env e;
+    env_start(&e, "gbo");
+    ASSERT_OK(enqueue_in(&e, e.q, "r0", "run", 0).status);
+    redisReply *r = claim_as_worker(&e, "gbo", "1", "cx.w.1"); /* (run: running only, in g:busy) */
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4 + 5);
+    freeReplyObject(r);
+    ASSERT_EQ(0, server_int(e.rc, "ZRANK t:{gbo}:g:busy run"));
+    ASSERT_OK(enqueue_in(&e, e.q, "d0", "deep", 0).status);
+    ASSERT_OK(enqueue_in(&e, e.q, "d1", "deep", 0).status);
+    freeReplyObject(server_cmd(e.rc, "ZADD t:{gbo}:g:busy 0 ghost")); /* (nothing in g:act) */
+    freeReplyObject(server_cmd(e.rc, "CONFIG RESETSTAT"));
+    long long before = server_commands_run(e.rc);
+    groups_wait l = groups_of(&e, NULL);
+    long long hmgets = server_calls(e.rc, "hmget"), cmds = server_commands_run(e.rc) - before;
+    fprintf(stderr, "  a listing of 2 groups, one running only: %lld commands, %lld HMGET\n", cmds, hmgets);
+    ASSERT_EQ(2, l.total);
+    ASSERT_EQ(2, (long long)l.n);
+    ASSERT_STREQ("deep", l.name[0]);
+    ASSERT_EQ(2, l.depth[0]);
+    ASSERT_EQ(0, l.active[0]);
+    ASSERT_EQ(0, l.started[0]);
+    ASSERT_STREQ("run", l.name[1]);
+    ASSERT_EQ(0, l.depth[1]);
+    ASSERT_EQ(1, l.active[1]);
+    ASSERT_EQ(1, l.started[1]);
+    ASSERT_EQ(1, hmgets);
+    /* a page of the busy groups only (offset past the index): the same */
+    memset(&l, 0, sizeof l);
+    ASSERT_OK(rjq_queue_list_groups(e.q, NULL, 1, 8, on_groups, &l));
+    WAIT_FOR(e.base, l.done == 1, 10000);
+    ASSERT_OK(l.status);
+    ASSERT_EQ(2, l.total);
+    ASSERT_EQ(1, (long long)l.n);
+    ASSERT_STREQ("run", l.name[0]);
+    ASSERT_EQ(1, l.active[0]);
+    ASSERT_EQ(1, l.started[0]);
+    ASSERT_EQ(2, server_calls(e.rc, "hmget"));
+    env_stop(&e);
+}
+
 static void on_done_status(rjq_client *c, int status, void *data) {
     (void)c;
     int *d = data;

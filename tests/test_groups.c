@@ -2138,6 +2138,123 @@ TEST(a_completion_that_unlists_groups_deletes_their_started_counters_in_its_one_
     env_stop(&e);
 }
 
+/* A group whose last ready id was cancelled while its job ran: the
+ * completion keeps it listed (its list still holds the id; a claim drops
+ * it) with its started counter, so the claim that finds it empty, with
+ * nothing running, is the writer that unlists it: its tidy's own HDEL
+ * deletes the counter (not folded: no completion is there to fold it
+ * into), and the group's next start counts from 0 again. want: the jobs
+ * each claim asks for ("1": the claim that drops the id keeps the group
+ * in the ring, the next one finds it dry; more: the one that drops it
+ * finds it empty). */
+static void claim_unlisting_after_cancel(const char *qn, const char *want) {
+    test_env e;
+    env_start(&e, qn);
+    char key[64];
+    ASSERT_OK(enqueue_in(&e, e.q, "a0", "a", 0).status);
+    enqueue_wait a1 = enqueue_in(&e, e.q, "a1", "a", 0);
+    ASSERT_OK(a1.status);
+    redisReply *r = claim_as_worker(&e, qn, "1", "cx.w.1");
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4 + 5);
+    ASSERT_STREQ("a0", claimed_payloads(r));
+    ASSERT_OK(rjq_queue_cancel(e.q, a1.id, NULL, NULL));
+    WAIT_FOR(e.base, strcmp(get_info(e.base, e.q, a1.id).state, "cancelled") == 0, 10000);
+    complete_claimed(&e, qn, r, 1);
+    freeReplyObject(r);
+    snprintf(key, sizeof key, "t:{%s}:g:act", qn);
+    ASSERT_EQ(1, server_int(e.rc, "HGET %s %s", key, "a s")); /* (listed: kept) */
+    ASSERT_EQ(0, server_int(e.rc, "ZRANK t:{%s}:g:all a", qn));
+    for (int i = 0; i < 2; i++) { /* (the claims find no job) */
+        r = claim_as_worker(&e, qn, want, i ? "cx.w.3" : "cx.w.2");
+        ASSERT(r->type == REDIS_REPLY_ARRAY);
+        ASSERT_STREQ("", claimed_payloads(r));
+        freeReplyObject(r);
+    }
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS %s %s", key, "a s"));
+    ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{%s}:g:all", qn));
+    ASSERT_EQ(1, server_int(e.rc, "HLEN %s", key)); /* (its pin alone) */
+    ASSERT_EQ(0, groups_of(&e, NULL).total);
+    /* a new job of the group: its counter from 0 */
+    ASSERT_OK(enqueue_in(&e, e.q, "a2", "a", 0).status);
+    r = claim_as_worker(&e, qn, want, "cx.w.4");
+    ASSERT_STREQ("a2", claimed_payloads(r));
+    groups_wait l = groups_of(&e, "a");
+    ASSERT_EQ(1, l.active[0]);
+    ASSERT_EQ(1, l.started[0]);
+    complete_claimed(&e, qn, r, 1);
+    freeReplyObject(r);
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS %s %s", key, "a s"));
+    env_stop(&e);
+}
+
+TEST(a_claim_that_finds_a_group_dry_after_a_cancel_unlists_it_and_deletes_its_started_counter) {
+    claim_unlisting_after_cancel("gcu1", "1");
+}
+
+TEST(a_claim_that_drops_a_groups_last_cancelled_id_unlists_it_and_deletes_its_started_counter) {
+    claim_unlisting_after_cancel("gcu4", "4");
+}
+
+/* A claim that finds a group dry whose completion already unlisted it
+ * (the drain's common case: the claim that took its last job left it in
+ * the ring) sends no HDEL: its tidy reads the started counter with the
+ * running count, and the completion deleted it. A paused and resumed
+ * group and a reclaimed job keep their counters right (a reclaimed
+ * start counted again, the counter kept while the group is listed,
+ * deleted when its last job completes). */
+TEST(a_claim_that_finds_an_unlisted_group_dry_sends_no_hdel_and_counters_stay_right) {
+    test_env e;
+    env_start(&e, "gdh");
+    ASSERT_OK(enqueue_in(&e, e.q, "a0", "a", 0).status);
+    redisReply *r = claim_as_worker(&e, "gdh", "1", "cx.w.1");
+    ASSERT_STREQ("a0", claimed_payloads(r));
+    complete_claimed(&e, "gdh", r, 1); /* (unlisted: its counter deleted) */
+    freeReplyObject(r);
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{gdh}:g:act %s", "a s"));
+    ASSERT_EQ(0, server_int(e.rc, "ZRANK t:{gdh}:g:ring a")); /* (left in the ring) */
+    freeReplyObject(server_cmd(e.rc, "CONFIG RESETSTAT"));
+    r = claim_as_worker(&e, "gdh", "1", "cx.w.2");
+    ASSERT_STREQ("", claimed_payloads(r));
+    freeReplyObject(r);
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{gdh}:g:ring")); /* (found dry) */
+    ASSERT_EQ(0, server_calls(e.rc, "hdel"));
+    /* paused and resumed: nothing counted while paused, its starts after */
+    enqueue_wait b0 = enqueue_in(&e, e.q, "b0", "b", 0);
+    ASSERT_OK(b0.status);
+    ASSERT_OK(enqueue_in(&e, e.q, "b1", "b", 0).status);
+    pause_group(&e, "b", 1);
+    r = claim_as_worker(&e, "gdh", "4", "cx.w.3");
+    ASSERT_STREQ("", claimed_payloads(r));
+    freeReplyObject(r);
+    ASSERT_EQ(0, groups_of(&e, "b").started[0]);
+    pause_group(&e, "b", 0);
+    r = claim_as_worker(&e, "gdh", "1", "cx.w.4");
+    ASSERT_STREQ("b0", claimed_payloads(r));
+    freeReplyObject(r);
+    ASSERT_EQ(1, groups_of(&e, "b").started[0]);
+    /* b0 reclaimed (its lease gone): back at its group's head, started again */
+    freeReplyObject(server_cmd(e.rc, "ZADD t:{gdh}:active XX 1 %s", b0.id));
+    count_wait w = {0, 0, 0};
+    ASSERT_OK(rjq_queue_reclaim(e.q, on_count, &w));
+    answered_ok(&e, &w);
+    ASSERT_EQ(1, w.n);
+    ASSERT_EQ(1, groups_of(&e, "b").started[0]); /* (listed: kept) */
+    r = claim_as_worker(&e, "gdh", "1", "cx.w.5");
+    ASSERT_STREQ("b0", claimed_payloads(r));
+    complete_claimed(&e, "gdh", r, 1);
+    freeReplyObject(r);
+    groups_wait l = groups_of(&e, "b");
+    ASSERT_EQ(2, l.started[0]);
+    ASSERT_EQ(1, l.depth[0]); /* (b1) */
+    r = claim_as_worker(&e, "gdh", "1", "cx.w.6");
+    ASSERT_STREQ("b1", claimed_payloads(r));
+    complete_claimed(&e, "gdh", r, 1);
+    freeReplyObject(r);
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{gdh}:g:act %s", "b s")); /* (unlisted) */
+    ASSERT_EQ(0, groups_of(&e, NULL).total);
+    env_stop(&e);
+}
+
 /* A claim reads its group jobs' states with their records (one HMGET):
  * an id a cancel left behind in its group's list, between two others,
  * does not start, and the jobs around it start with their own payloads

@@ -354,6 +354,21 @@ function GROUPS.tidy(G, g, gs, idle, sf)
     n = n + redis.call('EXISTS', unpack(keys))
   end
   if n == #gs then return end
+  -- (a claim's dry groups, idle unknown: those its completion unlisted
+  -- already, the drain's common case (the claim that took a group's last
+  -- job left it in the ring, GROUPS.take), are out of G..'all': one
+  -- ZMSCORE of it, not an EXISTS and two ZREMs each. A group in G..'busy'
+  -- alone, out of G..'all' (none is: a tidy drops both), would stay
+  -- there: the listing skips a busy group with nothing running)
+  if not idle then
+    local listed = {}
+    for i = 1, #gs, CHUNK do
+      local part = redis.call('ZMSCORE', G .. 'all', unpack(gs, i, math.min(i + CHUNK - 1, #gs)))
+      for j = 1, #part do if part[j] then listed[#listed + 1] = gs[i + j - 1] end end
+    end
+    if #listed == 0 then return end
+    gs = listed
+  end
   local r = {}
   for i = 1, #gs, CHUNK do
     local part = redis.call('ZMSCORE', G .. 'depth', unpack(gs, i, math.min(i + CHUNK - 1, #gs)))
@@ -368,12 +383,17 @@ function GROUPS.tidy(G, g, gs, idle, sf)
     a = hmget(G .. 'act', f)
   end
   sf = sf or {}
+  local out = {}
   for i, h in ipairs(gs) do
     if not r[i] and not a[i] and redis.call('EXISTS', G .. 'r:' .. h, G .. 'p:' .. h) == 0 then
-      redis.call('ZREM', G .. 'all', h)
-      redis.call('ZREM', G .. 'busy', h)
+      out[#out + 1] = h
       if not own or idle or a[m + i] then sf[#sf + 1] = GROUPS.sfield(h) end
     end
+  end
+  -- (out of the listing: one ZREM of each set per call, not per group)
+  if #out > 0 then
+    call_all('ZREM', G .. 'all', out)
+    call_all('ZREM', G .. 'busy', out)
   end
   -- (their started counters leave with them: one HDEL per call, or none
   -- of its own, folded into the caller's, GROUPS.count. The claim's own

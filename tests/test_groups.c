@@ -2255,6 +2255,50 @@ TEST(a_claim_that_finds_an_unlisted_group_dry_sends_no_hdel_and_counters_stay_ri
     env_stop(&e);
 }
 
+/* The groups a completion unlists leave G..'all' and G..'busy' in one
+ * ZREM of each per call (GROUPS.tidy), not two per group: completing the
+ * jobs of three one-job groups at once sends as many ZREMs as completing
+ * one; and a claim that finds dry groups their completions unlisted
+ * (left in the ring by the claim that took their last jobs) sends no ZREM
+ * of either (one ZMSCORE of G..'all' says they are out). */
+TEST(groups_leaving_the_listing_cost_one_zrem_of_each_set_per_call) {
+    test_env e;
+    env_start(&e, "gzr");
+    ASSERT_OK(enqueue_in(&e, e.q, "a0", "a", 0).status);
+    redisReply *r = claim_as_worker(&e, "gzr", "1", "cx.w.1");
+    ASSERT_STREQ("a0", claimed_payloads(r));
+    freeReplyObject(server_cmd(e.rc, "CONFIG RESETSTAT"));
+    complete_claimed(&e, "gzr", r, 1);
+    freeReplyObject(r);
+    long long one = server_calls(e.rc, "zrem");
+    ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{gzr}:g:all"));
+    ASSERT_OK(enqueue_in(&e, e.q, "b0", "b", 0).status);
+    ASSERT_OK(enqueue_in(&e, e.q, "c0", "c", 0).status);
+    ASSERT_OK(enqueue_in(&e, e.q, "d0", "d", 0).status);
+    r = claim_as_worker(&e, "gzr", "3", "cx.w.2");
+    ASSERT_STREQ("b0,c0,d0", claimed_payloads(r));
+    freeReplyObject(server_cmd(e.rc, "CONFIG RESETSTAT"));
+    complete_claimed(&e, "gzr", r, 3);
+    freeReplyObject(r);
+    long long three = server_calls(e.rc, "zrem");
+    ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{gzr}:g:all"));
+    fprintf(stderr, "  ZREM calls: a completion unlisting 1 group %lld, 3 groups %lld\n", one, three);
+    ASSERT_EQ(one, three);
+    /* the ring still holds b, c and d (each gave what it was asked; a was
+     * found dry by the second claim) */
+    ASSERT_EQ(3, server_int(e.rc, "ZCARD t:{gzr}:g:ring"));
+    freeReplyObject(server_cmd(e.rc, "CONFIG RESETSTAT"));
+    r = claim_as_worker(&e, "gzr", "4", "cx.w.3");
+    ASSERT_STREQ("", claimed_payloads(r));
+    freeReplyObject(r);
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{gzr}:g:ring")); /* (found dry) */
+    fprintf(stderr, "  a claim finding 3 unlisted groups dry: %lld ZREM, %lld EXISTS\n",
+            server_calls(e.rc, "zrem"), server_calls(e.rc, "exists"));
+    ASSERT_EQ(2, server_calls(e.rc, "zrem")); /* (of the ring and of the depth index) */
+    ASSERT_EQ(0, server_calls(e.rc, "hdel"));
+    env_stop(&e);
+}
+
 /* A claim reads its group jobs' states with their records (one HMGET):
  * an id a cancel left behind in its group's list, between two others,
  * does not start, and the jobs around it start with their own payloads

@@ -737,6 +737,53 @@ TEST(listing_groups_skips_a_busy_entry_with_nothing_running_and_leaves_it) {
     env_stop(&e);
 }
 
+/* A listing whose page reaches the groups with running jobs only
+ * (g:busy) reads every row's running count and started counter in one
+ * HMGET of g:act, the busy page's with the depth index's (gstats.lua: a
+ * busy group's running count was read twice, once to skip a stale entry
+ * and once with the rows): the rows as before, a busy entry with nothing
+ * running neither listed nor counted. */
+TEST(a_listing_reaching_the_busy_groups_reads_their_running_counts_once) {
+    test_env e;
+    env_start(&e, "gbo");
+    ASSERT_OK(enqueue_in(&e, e.q, "r0", "run", 0).status);
+    redisReply *r = claim_as_worker(&e, "gbo", "1", "cx.w.1"); /* (run: running only, in g:busy) */
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4 + 5);
+    freeReplyObject(r);
+    ASSERT_EQ(0, server_int(e.rc, "ZRANK t:{gbo}:g:busy run"));
+    ASSERT_OK(enqueue_in(&e, e.q, "d0", "deep", 0).status);
+    ASSERT_OK(enqueue_in(&e, e.q, "d1", "deep", 0).status);
+    freeReplyObject(server_cmd(e.rc, "ZADD t:{gbo}:g:busy 0 ghost")); /* (nothing in g:act) */
+    freeReplyObject(server_cmd(e.rc, "CONFIG RESETSTAT"));
+    long long before = server_commands_run(e.rc);
+    groups_wait l = groups_of(&e, NULL);
+    long long hmgets = server_calls(e.rc, "hmget"), cmds = server_commands_run(e.rc) - before;
+    fprintf(stderr, "  a listing of 2 groups, one running only: %lld commands, %lld HMGET\n", cmds, hmgets);
+    ASSERT_EQ(2, l.total);
+    ASSERT_EQ(2, (long long)l.n);
+    ASSERT_STREQ("deep", l.name[0]);
+    ASSERT_EQ(2, l.depth[0]);
+    ASSERT_EQ(0, l.active[0]);
+    ASSERT_EQ(0, l.started[0]);
+    ASSERT_STREQ("run", l.name[1]);
+    ASSERT_EQ(0, l.depth[1]);
+    ASSERT_EQ(1, l.active[1]);
+    ASSERT_EQ(1, l.started[1]);
+    ASSERT_EQ(1, hmgets);
+    /* a page of the busy groups only (offset past the index): the same */
+    memset(&l, 0, sizeof l);
+    ASSERT_OK(rjq_queue_list_groups(e.q, NULL, 1, 8, on_groups, &l));
+    WAIT_FOR(e.base, l.done == 1, 10000);
+    ASSERT_OK(l.status);
+    ASSERT_EQ(2, l.total);
+    ASSERT_EQ(1, (long long)l.n);
+    ASSERT_STREQ("run", l.name[0]);
+    ASSERT_EQ(1, l.active[0]);
+    ASSERT_EQ(1, l.started[0]);
+    ASSERT_EQ(2, server_calls(e.rc, "hmget"));
+    env_stop(&e);
+}
+
 static void on_done_status(rjq_client *c, int status, void *data) {
     (void)c;
     int *d = data;
@@ -2095,6 +2142,167 @@ TEST(a_completion_that_unlists_groups_deletes_their_started_counters_in_its_one_
     printf("HDEL calls: a completion that unlists two groups %lld, one that unlists none %lld\n",
            unlisting, server_calls(e.rc, "hdel"));
     ASSERT_EQ(server_calls(e.rc, "hdel"), unlisting);
+    env_stop(&e);
+}
+
+/* A group whose last ready id was cancelled while its job ran: the
+ * completion keeps it listed (its list still holds the id; a claim drops
+ * it) with its started counter, so the claim that finds it empty, with
+ * nothing running, is the writer that unlists it: its tidy's own HDEL
+ * deletes the counter (not folded: no completion is there to fold it
+ * into), and the group's next start counts from 0 again. want: the jobs
+ * each claim asks for ("1": the claim that drops the id keeps the group
+ * in the ring, the next one finds it dry; more: the one that drops it
+ * finds it empty). */
+static void claim_unlisting_after_cancel(const char *qn, const char *want) {
+    test_env e;
+    env_start(&e, qn);
+    char key[64];
+    ASSERT_OK(enqueue_in(&e, e.q, "a0", "a", 0).status);
+    enqueue_wait a1 = enqueue_in(&e, e.q, "a1", "a", 0);
+    ASSERT_OK(a1.status);
+    redisReply *r = claim_as_worker(&e, qn, "1", "cx.w.1");
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4 + 5);
+    ASSERT_STREQ("a0", claimed_payloads(r));
+    ASSERT_OK(rjq_queue_cancel(e.q, a1.id, NULL, NULL));
+    WAIT_FOR(e.base, strcmp(get_info(e.base, e.q, a1.id).state, "cancelled") == 0, 10000);
+    complete_claimed(&e, qn, r, 1);
+    freeReplyObject(r);
+    snprintf(key, sizeof key, "t:{%s}:g:act", qn);
+    ASSERT_EQ(1, server_int(e.rc, "HGET %s %s", key, "a s")); /* (listed: kept) */
+    ASSERT_EQ(0, server_int(e.rc, "ZRANK t:{%s}:g:all a", qn));
+    for (int i = 0; i < 2; i++) { /* (the claims find no job) */
+        r = claim_as_worker(&e, qn, want, i ? "cx.w.3" : "cx.w.2");
+        ASSERT(r->type == REDIS_REPLY_ARRAY);
+        ASSERT_STREQ("", claimed_payloads(r));
+        freeReplyObject(r);
+    }
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS %s %s", key, "a s"));
+    ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{%s}:g:all", qn));
+    ASSERT_EQ(1, server_int(e.rc, "HLEN %s", key)); /* (its pin alone) */
+    ASSERT_EQ(0, groups_of(&e, NULL).total);
+    /* a new job of the group: its counter from 0 */
+    ASSERT_OK(enqueue_in(&e, e.q, "a2", "a", 0).status);
+    r = claim_as_worker(&e, qn, want, "cx.w.4");
+    ASSERT_STREQ("a2", claimed_payloads(r));
+    groups_wait l = groups_of(&e, "a");
+    ASSERT_EQ(1, l.active[0]);
+    ASSERT_EQ(1, l.started[0]);
+    complete_claimed(&e, qn, r, 1);
+    freeReplyObject(r);
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS %s %s", key, "a s"));
+    env_stop(&e);
+}
+
+TEST(a_claim_that_finds_a_group_dry_after_a_cancel_unlists_it_and_deletes_its_started_counter) {
+    claim_unlisting_after_cancel("gcu1", "1");
+}
+
+TEST(a_claim_that_drops_a_groups_last_cancelled_id_unlists_it_and_deletes_its_started_counter) {
+    claim_unlisting_after_cancel("gcu4", "4");
+}
+
+/* A claim that finds a group dry whose completion already unlisted it
+ * (the drain's common case: the claim that took its last job left it in
+ * the ring) sends no HDEL: its tidy reads the started counter with the
+ * running count, and the completion deleted it. A paused and resumed
+ * group and a reclaimed job keep their counters right (a reclaimed
+ * start counted again, the counter kept while the group is listed,
+ * deleted when its last job completes). */
+TEST(a_claim_that_finds_an_unlisted_group_dry_sends_no_hdel_and_counters_stay_right) {
+    test_env e;
+    env_start(&e, "gdh");
+    ASSERT_OK(enqueue_in(&e, e.q, "a0", "a", 0).status);
+    redisReply *r = claim_as_worker(&e, "gdh", "1", "cx.w.1");
+    ASSERT_STREQ("a0", claimed_payloads(r));
+    complete_claimed(&e, "gdh", r, 1); /* (unlisted: its counter deleted) */
+    freeReplyObject(r);
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{gdh}:g:act %s", "a s"));
+    ASSERT_EQ(0, server_int(e.rc, "ZRANK t:{gdh}:g:ring a")); /* (left in the ring) */
+    freeReplyObject(server_cmd(e.rc, "CONFIG RESETSTAT"));
+    r = claim_as_worker(&e, "gdh", "1", "cx.w.2");
+    ASSERT_STREQ("", claimed_payloads(r));
+    freeReplyObject(r);
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{gdh}:g:ring")); /* (found dry) */
+    ASSERT_EQ(0, server_calls(e.rc, "hdel"));
+    /* paused and resumed: nothing counted while paused, its starts after */
+    enqueue_wait b0 = enqueue_in(&e, e.q, "b0", "b", 0);
+    ASSERT_OK(b0.status);
+    ASSERT_OK(enqueue_in(&e, e.q, "b1", "b", 0).status);
+    pause_group(&e, "b", 1);
+    r = claim_as_worker(&e, "gdh", "4", "cx.w.3");
+    ASSERT_STREQ("", claimed_payloads(r));
+    freeReplyObject(r);
+    ASSERT_EQ(0, groups_of(&e, "b").started[0]);
+    pause_group(&e, "b", 0);
+    r = claim_as_worker(&e, "gdh", "1", "cx.w.4");
+    ASSERT_STREQ("b0", claimed_payloads(r));
+    freeReplyObject(r);
+    ASSERT_EQ(1, groups_of(&e, "b").started[0]);
+    /* b0 reclaimed (its lease gone): back at its group's head, started again */
+    freeReplyObject(server_cmd(e.rc, "ZADD t:{gdh}:active XX 1 %s", b0.id));
+    count_wait w = {0, 0, 0};
+    ASSERT_OK(rjq_queue_reclaim(e.q, on_count, &w));
+    answered_ok(&e, &w);
+    ASSERT_EQ(1, w.n);
+    ASSERT_EQ(1, groups_of(&e, "b").started[0]); /* (listed: kept) */
+    r = claim_as_worker(&e, "gdh", "1", "cx.w.5");
+    ASSERT_STREQ("b0", claimed_payloads(r));
+    complete_claimed(&e, "gdh", r, 1);
+    freeReplyObject(r);
+    groups_wait l = groups_of(&e, "b");
+    ASSERT_EQ(2, l.started[0]);
+    ASSERT_EQ(1, l.depth[0]); /* (b1) */
+    r = claim_as_worker(&e, "gdh", "1", "cx.w.6");
+    ASSERT_STREQ("b1", claimed_payloads(r));
+    complete_claimed(&e, "gdh", r, 1);
+    freeReplyObject(r);
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{gdh}:g:act %s", "b s")); /* (unlisted) */
+    ASSERT_EQ(0, groups_of(&e, NULL).total);
+    env_stop(&e);
+}
+
+/* The groups a completion unlists leave G..'all' and G..'busy' in one
+ * ZREM of each per call (GROUPS.tidy), not two per group: completing the
+ * jobs of three one-job groups at once sends as many ZREMs as completing
+ * one; and a claim that finds dry groups their completions unlisted
+ * (left in the ring by the claim that took their last jobs) sends no ZREM
+ * of either (one ZMSCORE of G..'all' says they are out). */
+TEST(groups_leaving_the_listing_cost_one_zrem_of_each_set_per_call) {
+    test_env e;
+    env_start(&e, "gzr");
+    ASSERT_OK(enqueue_in(&e, e.q, "a0", "a", 0).status);
+    redisReply *r = claim_as_worker(&e, "gzr", "1", "cx.w.1");
+    ASSERT_STREQ("a0", claimed_payloads(r));
+    freeReplyObject(server_cmd(e.rc, "CONFIG RESETSTAT"));
+    complete_claimed(&e, "gzr", r, 1);
+    freeReplyObject(r);
+    long long one = server_calls(e.rc, "zrem");
+    ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{gzr}:g:all"));
+    ASSERT_OK(enqueue_in(&e, e.q, "b0", "b", 0).status);
+    ASSERT_OK(enqueue_in(&e, e.q, "c0", "c", 0).status);
+    ASSERT_OK(enqueue_in(&e, e.q, "d0", "d", 0).status);
+    r = claim_as_worker(&e, "gzr", "3", "cx.w.2");
+    ASSERT_STREQ("b0,c0,d0", claimed_payloads(r));
+    freeReplyObject(server_cmd(e.rc, "CONFIG RESETSTAT"));
+    complete_claimed(&e, "gzr", r, 3);
+    freeReplyObject(r);
+    long long three = server_calls(e.rc, "zrem");
+    ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{gzr}:g:all"));
+    fprintf(stderr, "  ZREM calls: a completion unlisting 1 group %lld, 3 groups %lld\n", one, three);
+    ASSERT_EQ(one, three);
+    /* the ring still holds b, c and d (each gave what it was asked; a was
+     * found dry by the second claim) */
+    ASSERT_EQ(3, server_int(e.rc, "ZCARD t:{gzr}:g:ring"));
+    freeReplyObject(server_cmd(e.rc, "CONFIG RESETSTAT"));
+    r = claim_as_worker(&e, "gzr", "4", "cx.w.3");
+    ASSERT_STREQ("", claimed_payloads(r));
+    freeReplyObject(r);
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{gzr}:g:ring")); /* (found dry) */
+    fprintf(stderr, "  a claim finding 3 unlisted groups dry: %lld ZREM, %lld EXISTS\n",
+            server_calls(e.rc, "zrem"), server_calls(e.rc, "exists"));
+    ASSERT_EQ(2, server_calls(e.rc, "zrem")); /* (of the ring and of the depth index) */
+    ASSERT_EQ(0, server_calls(e.rc, "hdel"));
     env_stop(&e);
 }
 

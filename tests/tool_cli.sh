@@ -1357,7 +1357,7 @@ run group sq acme --weight 3 --rate 5/2000 --max-waiting 2
 expect_ok
 run groups sq acme
 expect_ok
-expect_out "$(printf 'groups 1\nacme depth 2 active 0 concurrency 2 weight 3 rate 5/2000 max_waiting 2 paused')"
+expect_out "$(printf 'groups 1\nacme depth 2 active 0 concurrency 2 weight 3 rate 5/2s max_waiting 2 paused')"
 run groups sq acme --json
 expect_ok
 expect_out '{"total":1,"groups":[{"name":"acme","depth":2,"active":0,"concurrency":2,"weight":3,"paused":true,"rate":5,"rate_window_ms":2000,"max_waiting":2,"started":0}]}'
@@ -1365,17 +1365,27 @@ run enqueue sq ga3 --group acme
 expect_rc 1
 expect_err_has "max_waiting 2"
 run groups sq acme
-expect_out "$(printf 'groups 1\nacme depth 2 active 0 concurrency 2 weight 3 rate 5/2000 max_waiting 2 paused')"
+expect_out "$(printf 'groups 1\nacme depth 2 active 0 concurrency 2 weight 3 rate 5/2s max_waiting 2 paused')"
 run group sq acme --resume --rate 1
 expect_rc 2
 run group sq acme --resume
 expect_ok
 run groups sq acme
-expect_out "$(printf 'groups 1\nacme depth 2 active 0 concurrency 2 weight 3 rate 5/2000 max_waiting 2')"
+expect_out "$(printf 'groups 1\nacme depth 2 active 0 concurrency 2 weight 3 rate 5/2s max_waiting 2')"
 run group sq acme
 expect_ok
 run groups sq acme
 expect_out "$(printf 'groups 1\nacme depth 2 active 0 concurrency 2')"
+# group_rate_shown_with_its_unit: rjq groups prints a rate limit as users read it
+# (as the dashboard does): whole seconds in s, whole minutes in min, else ms
+for pair in 50:50/1s 3/250:3/250ms 2/120000:2/2min 7/1500:7/1500ms; do
+    run group sq acme --rate "${pair%%:*}"
+    expect_ok
+    run groups sq acme
+    expect_out "$(printf 'groups 1\nacme depth 2 active 0 concurrency 2 rate %s' "${pair#*:}")"
+done
+run group sq acme
+expect_ok
 check; [ "$(redis-cli -p "$PORT" --scan --pattern 'rjq:{sq~*}:g:r:acme' | wc -l)" -eq 1 ] \
     || fail "group acme's jobs on more than one shard"
 run shards sq 0

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # rjq top and job groups (README "Groups"), driven in a private tmux server
 # as tests/tool_top.sh: the picked queue's busiest groups (most ready jobs
-# first, at most 5) with their running jobs and PAUSED, followed as they
-# change; a queue without groups shows no such line; a sharded queue's
+# first, at most 5) with their running jobs, limits and PAUSED, followed as
+# they change; a queue without groups shows no such line; a sharded queue's
 # groups are its shards' merged; a group starting jobs shows its starts/s.
 #
 # Env: RJQ_BUILD (build dir holding the rjq binary).
@@ -66,6 +66,16 @@ wait_screen '^b-plain: enqueued 2' || fail "b-plain's second job seen"
 grep -q 'busiest groups' "$DIR/screen" && fail "b-plain shows a groups line"
 "${TMUX_CMD[@]}" send-keys -t top Up
 wait_screen '^  busiest groups \(7 with jobs\): t6 ready 10' || fail "up: a-tenants' groups again"
+# its groups' limits, compactly: a bound as "ready N/BOUND", a concurrency
+# as "active N/LIMIT", a rate limit as "rate 50/1s" (as rjq groups prints
+# it); a group without them as before; and the queue's own limits line
+# with its rate in the same form
+"$RJQ_BIN" group a-tenants big --concurrency 2 --rate 50 --max-waiting 500 >/dev/null || die "rjq group"
+"$RJQ_BIN" group a-tenants t1 --rate 3/250 >/dev/null || die "rjq group"
+"$RJQ_BIN" limit a-tenants --concurrency 4 --rate 50/2000 >/dev/null || die "rjq limit"
+wait_screen '^  busiest groups \(7 with jobs\): t6 ready 10 active 0 PAUSED, big ready 6/500 active 0/2 rate 50/1s, t1 ready 5 active 0 rate 3/250ms, t2 ready 4 active 0, t3 ready 3 active 0$' ||
+    fail "the busiest groups' limits"
+wait_screen '^  limits: concurrency 4, rate 50/2s; running' || fail "the queue's limits, its rate as 50/2s"
 # a sharded queue (one row): its shards' groups merged, each once; a group
 # paused on its shard shows PAUSED
 "$RJQ_BIN" group c-sharded s2 --pause >/dev/null || die "rjq group --pause"
@@ -84,7 +94,7 @@ for i in $(seq 40); do "$RJQ_BIN" enqueue d-runs "sleep:100:$i" --group runs >/d
 wait_screen '^d-runs: enqueued 40' || fail "down picks d-runs"
 REDIS_URL=$RJQ_URL "$WORKER" -c 2 d-runs >"$DIR/worker.log" 2>&1 &
 worker_pid=$!
-wait_screen '^  busiest groups \(1 with jobs\): runs ready [0-9]+ active [01] [0-9]+\.[0-9] starts/s$' ||
+wait_screen '^  busiest groups \(1 with jobs\): runs ready [0-9]+ active [01]/1 [0-9]+\.[0-9] starts/s$' ||
     fail "the running group's starts/s"
 kill -TERM "$worker_pid" 2>/dev/null
 wait "$worker_pid" 2>/dev/null

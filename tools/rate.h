@@ -7,6 +7,8 @@
 #ifndef RJQ_TOOLS_RATE_H
 #define RJQ_TOOLS_RATE_H
 
+#include <stddef.h>
+
 #include "rjq.h"
 
 /* The increase of a counter read as prev then cur: cur - prev, or cur
@@ -22,5 +24,11 @@ typedef struct stats_rates {
     double in, done, fail;
 } stats_rates;
 stats_rates stats_rates_between(const rjq_stats *prev, const rjq_stats *cur, double dt);
+
+/* A rate limit of n starts per window_ms as users read it, as the
+ * dashboard prints it: "50/1s", "3/250ms", "2/1min" (whole minutes in min,
+ * whole seconds in s, else ms; n <= 0 or window_ms <= 0: "none"), written
+ * to buf (size bytes, truncated); returns buf. rjq groups and rjq top. */
+const char *rate_limit_text(char *buf, size_t size, long long n, long long window_ms);
 
 #endif

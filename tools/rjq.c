@@ -34,6 +34,7 @@
 #include "connopts.h"
 #include "help.h"
 #include "log.h"
+#include "rate.h"
 #include "statsfmt.h"
 #ifdef RJQ_HAVE_SERVE
 #include "serve.h"
@@ -2184,7 +2185,8 @@ static void on_groups(rjq_client *c, int status, long long total, const rjq_grou
             if (g->started) printf(" started %lld", g->started); /* (its counter: README "Groups") */
             if (g->concurrency >= 0) printf(" concurrency %d", g->concurrency);
             if (g->weight != 1) printf(" weight %d", g->weight);
-            if (g->rate) printf(" rate %ld/%ld", g->rate, g->rate_window_ms);
+            char rt[64];
+            if (g->rate) printf(" rate %s", rate_limit_text(rt, sizeof rt, g->rate, g->rate_window_ms));
             if (g->max_waiting) printf(" max_waiting %ld", g->max_waiting);
             if (g->paused) fputs(" paused", stdout);
             putchar('\n');

@@ -25,9 +25,10 @@
  * bottom, with its last minutes from the stored history (README "History":
  * every process's counts, across restarts of top) and its busiest job
  * groups (README "Groups": the TOP_GROUPS with the most ready jobs, their
- * running jobs, their starts/s from two readings of their started
- * counters, PAUSED; read with each refresh; a sharded queue's merged
- * over its shards); q quits.
+ * running jobs, their limits (a bound as "ready 3/500", a concurrency as
+ * "active 1/2", a rate limit as "rate 50/1s"), their starts/s from two
+ * readings of their started counters, PAUSED; read with each refresh; a
+ * sharded queue's merged over its shards); q quits.
  *
  * Only the public API (rjq.h) and libevent are used.
  */
@@ -103,7 +104,7 @@ struct top {
     /* the picked queue's busiest groups (README "Groups"): the first
      * TOP_GROUPS of rjq_queue_list_groups, read with each refresh, as text */
     char grp_name[201];
-    char grp_line[640];
+    char grp_line[1280]; /* (5 groups of 64-byte names with their limits and rates) */
     int grp_have, grp_reading;
     /* their started counters at the last listing (rjq_group_info.started),
      * for their starts/s: two readings' difference (counter_rate) */
@@ -265,8 +266,9 @@ static void draw(top *t) {
         put_line(h - 3, "  since top started: wait p50 %s p99 %s (%llu jobs), run p50 %s p99 %s "
                            "(%llu runs)",
                  w50, w99, r->times.wait.count, r50, r99, r->times.run.count);
-        put_line(h - 2, "  limits: concurrency %lld, rate %lld per %lld ms; %s",
-                 s->limit_concurrency, s->limit_rate, s->limit_rate_window_ms,
+        char rt[64];
+        put_line(h - 2, "  limits: concurrency %lld, rate %s; %s", s->limit_concurrency,
+                 rate_limit_text(rt, sizeof rt, s->limit_rate, s->limit_rate_window_ms),
                  s->paused ? "paused" : "running");
     }
     if (t->status[0]) mvprintw(h - 1, 0, "%.*s", w - 1, t->status);
@@ -511,8 +513,15 @@ static void on_groups(rjq_client *c, int status, long long total, const rjq_grou
                 if (v > 0) snprintf(rate, sizeof rate, " %.1f starts/s", v);
                 break;
             }
-        k = snprintf(t->grp_line + len, size - len, "%s %s ready %lld active %lld%s%s",
-                     i ? "," : "", g->name, g->depth, g->active, rate,
+        /* its limits, compactly: a bound on its ready jobs as "ready N/BOUND",
+         * a concurrency as "active N/LIMIT", a rate limit as "rate 50/1s" */
+        char bound[24] = "", conc[24] = "", rl[64] = "", rt[48];
+        if (g->max_waiting > 0) snprintf(bound, sizeof bound, "/%ld", g->max_waiting);
+        if (g->concurrency >= 0) snprintf(conc, sizeof conc, "/%d", g->concurrency);
+        if (g->rate > 0)
+            snprintf(rl, sizeof rl, " rate %s", rate_limit_text(rt, sizeof rt, g->rate, g->rate_window_ms));
+        k = snprintf(t->grp_line + len, size - len, "%s %s ready %lld%s active %lld%s%s%s%s",
+                     i ? "," : "", g->name, g->depth, bound, g->active, conc, rl, rate,
                      g->paused ? " PAUSED" : "");
     }
     t->grp_nprev = 0;

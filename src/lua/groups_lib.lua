@@ -354,23 +354,57 @@ function GROUPS.tidy(G, g, gs, idle, sf)
     n = n + redis.call('EXISTS', unpack(keys))
   end
   if n == #gs then return end
+  -- (a claim's dry groups, idle unknown: those its completion unlisted
+  -- already, the drain's common case (the claim that took a group's last
+  -- job left it in the ring, GROUPS.take), are out of G..'all': one
+  -- ZMSCORE of it, not an EXISTS and two ZREMs each. A group in G..'busy'
+  -- alone, out of G..'all' (none is: a tidy drops both), would stay
+  -- there: the listing skips a busy group with nothing running)
+  if not idle then
+    local listed = {}
+    for i = 1, #gs, CHUNK do
+      local part = redis.call('ZMSCORE', G .. 'all', unpack(gs, i, math.min(i + CHUNK - 1, #gs)))
+      for j = 1, #part do if part[j] then listed[#listed + 1] = gs[i + j - 1] end end
+    end
+    if #listed == 0 then return end
+    gs = listed
+  end
   local r = {}
   for i = 1, #gs, CHUNK do
     local part = redis.call('ZMSCORE', G .. 'depth', unpack(gs, i, math.min(i + CHUNK - 1, #gs)))
     for j = 1, #part do r[#r + 1] = part[j] end
   end
-  local a = not idle and hmget(G .. 'act', gs) or {}
-  local own = not sf
+  -- (their running counts read, and, for an HDEL of its own, their
+  -- started counters in the same HMGET: only those that exist are deleted)
+  local own, m, a = not sf, #gs, {}
+  if not idle then
+    local f = {}
+    for i, h in ipairs(gs) do f[i] = h; if own then f[m + i] = GROUPS.sfield(h) end end
+    a = hmget(G .. 'act', f)
+  end
   sf = sf or {}
+  local out = {}
   for i, h in ipairs(gs) do
     if not r[i] and not a[i] and redis.call('EXISTS', G .. 'r:' .. h, G .. 'p:' .. h) == 0 then
-      redis.call('ZREM', G .. 'all', h)
-      redis.call('ZREM', G .. 'busy', h)
-      sf[#sf + 1] = GROUPS.sfield(h)
+      out[#out + 1] = h
+      if not own or idle or a[m + i] then sf[#sf + 1] = GROUPS.sfield(h) end
     end
   end
+  -- (out of the listing: one ZREM of each set per call, not per group)
+  if #out > 0 then
+    call_all('ZREM', G .. 'all', out)
+    call_all('ZREM', G .. 'busy', out)
+  end
   -- (their started counters leave with them: one HDEL per call, or none
-  -- of its own, folded into the caller's)
+  -- of its own, folded into the caller's, GROUPS.count. The claim's own
+  -- HDEL (GROUPS.take, GROUPS.started) is needed: a group whose last ready
+  -- id was cancelled while its job ran is kept listed by that job's
+  -- completion (its list holds the id), so the claim that drops the id, or
+  -- finds the group dry after, is the writer that unlists it, with no
+  -- completion to fold its counter into; tests/test_groups.c
+  -- a_claim_that_finds_a_group_dry_after_a_cancel_unlists_it_and_deletes_its_started_counter.
+  -- A group found dry whose counter its completion deleted, the drain's
+  -- common case, costs no HDEL: the counter is read first)
   if own and #sf > 0 then call_all('HDEL', G .. 'act', sf) end
 end
 
@@ -842,6 +876,14 @@ function GROUPS.started(st, s, off)
   end
   if #gs > 0 then GROUPS.count(G, gs, d, true) end
   GROUPS.busy(G, cnt, gone, d)
+  -- a group this call emptied whose ids taken were all cancelled ones
+  -- (left behind in its list: none started) and that runs nothing is
+  -- unlisted here, as a dry one is (GROUPS.take): it left the ring when
+  -- the claim found it empty, so no later claim would find it dry, and it
+  -- stayed listed, its started counter kept, until its next job
+  local left = {}
+  for _, g in ipairs(gone) do if stale[g] and not d[g] then left[#left + 1] = g end end
+  if #left > 0 then GROUPS.tidy(G, nil, left) end
   for g, list in pairs(per) do
     if lim[g] then redis.call('SADD', G .. 'a:' .. g, unpack(list)) end
     if rwins[g] then -- (its starts logged: its rate window)

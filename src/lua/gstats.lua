@@ -3,8 +3,9 @@
 -- the depth index G..'depth' (the groups with ready ids, kept by the
 -- writers: GROUPS.deepen, GROUPS.taken), then of G..'busy' (the groups
 -- with running jobs only, by name; GROUPS.busy, GROUPS.tidy): O(K log n)
--- for K rows, and one HMGET of their running counts (g:act; one more for
--- a page reaching G..'busy'), whatever the number of groups. It only reads (a monitor user runs it).
+-- for K rows, and one HMGET of their running counts and started counters
+-- (g:act; the busy page's in the same one), whatever the number of groups.
+-- It only reads (a monitor user runs it).
 -- KEYS (src/keys.def; bound to these locals): groups
 -- ARGV: 1 offset, 2 count (1..1000), 3 one group's name ('' = the list)
 -- Returns { groups with jobs (ready or running; one group: 1 or 0), then
@@ -31,30 +32,35 @@ else
       rows[#rows + 1] = {g, math.max(-tonumber(page[i + 1]), 0), 0}
     end
   end
-  -- then the groups with running jobs only, by name; one whose running
-  -- count in g:act is 0 is not shown nor counted (its ids left active by a
-  -- path that left it in G..'busy' until its next tidy: GROUPS.active
-  -- dropped its stale slot members; this script only reads, the total is
-  -- corrected for the entries of the page read)
+  -- then the groups with running jobs only, by name (marked: one whose
+  -- running count in g:act is 0 is not shown nor counted, below)
   local from = math.max(offset - nd, 0)
   if #rows < count and from < nb then
     local page = redis.call('ZRANGE', busy, from, from + count - #rows - 1)
-    local run = #page > 0 and hmget(groups .. 'act', page) or {}
-    for i, g in ipairs(page) do
-      if (tonumber(run[i]) or 0) > 0 then rows[#rows + 1] = {g, 0, 0} else total = total - 1 end
-    end
+    for _, g in ipairs(page) do rows[#rows + 1] = {g, 0, 0, busy = true} end
   end
 end
 -- their running counts and started counters, one read (g:act: every
--- group's, GROUPS.count, GROUPS.sfield)
+-- group's, GROUPS.count, GROUPS.sfield), the busy page's with the index's
+-- (each count read once). A group of the busy page with a running count
+-- of 0 is not shown nor counted (its ids left active by a path that left
+-- it in G..'busy' until its next tidy: GROUPS.active dropped its stale
+-- slot members; this script only reads, the total is corrected for the
+-- entries of the page read).
 if #rows > 0 then
   local names, n = {}, #rows
   for i, row in ipairs(rows) do names[i] = row[1]; names[n + i] = GROUPS.sfield(row[1]) end
-  local v = hmget(groups .. 'act', names)
+  local v, kept = hmget(groups .. 'act', names), {}
   for i = 1, n do
-    rows[i][3] = tonumber(v[i]) or 0
-    rows[i][4] = tonumber(v[n + i]) or 0
+    local row, run = rows[i], tonumber(v[i]) or 0
+    if row.busy and run <= 0 then
+      total = total - 1
+    else
+      row[3], row[4] = run, tonumber(v[n + i]) or 0
+      kept[#kept + 1] = row
+    end
   end
+  rows = kept
 end
 -- one group: listed with zeros when it has nothing, counted only with work
 if one ~= '' and (rows[1][2] > 0 or rows[1][3] > 0) then total = 1 end

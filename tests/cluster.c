@@ -1,6 +1,7 @@
 #include "cluster.h"
 
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +50,102 @@ static void node_args(const test_cluster *c, const char **argv, char *nt) {
 redisContext *cluster_connect(const test_cluster *c, int i) {
     ASSERT(i >= 0 && i < c->nnodes && c->node[i].pid > 0);
     return server_connect(&c->node[i]);
+}
+
+int cluster_transient(const redisReply *r) {
+    static const char *const refusals[] = {"CLUSTERDOWN", "LOADING", "MASTERDOWN"};
+    if (r == NULL || r->type != REDIS_REPLY_ERROR || r->str == NULL) return 0;
+    for (size_t k = 0; k < sizeof refusals / sizeof refusals[0]; k++)
+        if (strncmp(r->str, refusals[k], strlen(refusals[k])) == 0) return 1;
+    return 0;
+}
+
+/* After the tries'th transient refusal r of `what` on node (-1: unknown):
+ * fails the test after the fifth, else prints it, frees it and waits until
+ * the cluster is settled. */
+static void refused(test_cluster *c, int node, const char *what, redisReply *r, int tries) {
+    if (tries >= 5) FAIL_AT(__FILE__, __LINE__, "node %d, %s: still %s", node, what, r->str);
+    fprintf(stderr, "node %d, %s: %s; again once the cluster is settled\n", node, what, r->str);
+    freeReplyObject(r);
+    cluster_wait_settled(c);
+}
+
+redisReply *cluster_send(test_cluster *c, int i, int asking, int argc, const char **argv) {
+    char what[128];
+    snprintf(what, sizeof what, "%s %s", argv[0], argc > 1 ? argv[1] : "");
+    for (int tries = 1;; tries++) {
+        redisContext *rc = cluster_connect(c, i);
+        redisReply *r = NULL;
+        if (asking) {
+            r = server_cmd(rc, "ASKING");
+            if (r->type == REDIS_REPLY_STATUS) freeReplyObject(r), r = NULL;
+        }
+        if (r == NULL) r = redisCommandArgv(rc, argc, argv, NULL);
+        ASSERT(r != NULL);
+        redisFree(rc);
+        if (!cluster_transient(r)) return r;
+        refused(c, i, what, r, tries);
+    }
+}
+
+static redisReply *vcmd(test_cluster *c, redisContext *rc, const char *fmt, va_list ap) {
+    char what[128];
+    for (int tries = 1;; tries++) {
+        va_list aq;
+        va_copy(aq, ap);
+        redisReply *r = redisvCommand(rc, fmt, aq);
+        va_end(aq);
+        ASSERT(r != NULL);
+        if (!cluster_transient(r)) return r;
+        va_copy(aq, ap);
+        vsnprintf(what, sizeof what, fmt, aq);
+        va_end(aq);
+        refused(c, cluster_node_at(c, rc->tcp.port), what, r, tries);
+    }
+}
+
+/* The integer of a reply of cluster_int (freed). */
+static long long int_of(const char *fmt, redisReply *r) {
+    if (r->type == REDIS_REPLY_ERROR) FAIL_AT(__FILE__, __LINE__, "%s: %s", fmt, r->str);
+    long long v = r->type == REDIS_REPLY_INTEGER ? r->integer : r->type == REDIS_REPLY_STRING ? atoll(r->str) : 0;
+    freeReplyObject(r);
+    return v;
+}
+
+redisReply *cluster_cmd(test_cluster *c, redisContext *rc, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    redisReply *r = vcmd(c, rc, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+long long cluster_int(test_cluster *c, redisContext *rc, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    redisReply *r = vcmd(c, rc, fmt, ap);
+    va_end(ap);
+    return int_of(fmt, r);
+}
+
+redisReply *cluster_node_cmd(test_cluster *c, int i, const char *fmt, ...) {
+    redisContext *rc = cluster_connect(c, i);
+    va_list ap;
+    va_start(ap, fmt);
+    redisReply *r = vcmd(c, rc, fmt, ap);
+    va_end(ap);
+    redisFree(rc);
+    return r;
+}
+
+long long cluster_node_int(test_cluster *c, int i, const char *fmt, ...) {
+    redisContext *rc = cluster_connect(c, i);
+    va_list ap;
+    va_start(ap, fmt);
+    redisReply *r = vcmd(c, rc, fmt, ap);
+    va_end(ap);
+    redisFree(rc);
+    return int_of(fmt, r);
 }
 
 long long cluster_node_calls(const test_cluster *c, int i, const char *cmd) {
@@ -484,6 +581,7 @@ void cluster_migrate_begin(test_cluster *c, int slot, int from, int to) {
 
 long cluster_migrate_keys(test_cluster *c, int slot, int from, int to) {
     long moved = 0;
+    int refusals = 0;
     char port[16];
     snprintf(port, sizeof port, "%d", c->node[to].port);
     redisContext *rc = cluster_connect(c, from);
@@ -506,6 +604,20 @@ long cluster_migrate_keys(test_cluster *c, int slot, int from, int to) {
             argv[argc] = keys->element[k]->str, len[argc++] = keys->element[k]->len;
         redisReply *r = redisCommandArgv(rc, (int)argc, argv, len);
         ASSERT(r != NULL);
+        /* the target (or the source) refusing keys for a while (CLUSTERDOWN,
+         * LOADING: see cluster_send): the keys not moved are on the source
+         * still, read again once the cluster is settled */
+        if (r->type == REDIS_REPLY_ERROR && (strstr(r->str, "CLUSTERDOWN") || strstr(r->str, "LOADING")) &&
+            ++refusals <= 5) {
+            fprintf(stderr, "slot %d, MIGRATE to node %d: %s; again once the cluster is settled\n", slot, to,
+                    r->str);
+            freeReplyObject(r);
+            free(argv);
+            free(len);
+            freeReplyObject(keys);
+            cluster_wait_settled(c);
+            continue;
+        }
         if (r->type != REDIS_REPLY_STATUS)
             FAIL_AT(__FILE__, __LINE__, "MIGRATE: %s", r->str ? r->str : "(not OK)");
         moved += (long)keys->elements;

@@ -67,6 +67,33 @@ void cluster_reshard(test_cluster *c, int from, int to, int nslots);
 
 /* A synchronous connection to node i (it must be running). */
 redisContext *cluster_connect(const test_cluster *c, int i);
+/* Commands with keys to a node, sent again after a transient refusal.
+ * On a loaded machine a node that missed its peers' pings for a node
+ * timeout thinks itself in a minority and answers CLUSTERDOWN until it has
+ * heard from them and waited its rejoin delay (CI: "node 2, GET
+ * rjq:{mq}:b: CLUSTERDOWN The cluster is down" right after a migration,
+ * nothing killed); a restarted node answers LOADING, a replica whose link
+ * is down MASTERDOWN. No test's check is about those states: the command
+ * goes again once the cluster is settled (cluster_wait_settled), five times
+ * at most, each refusal printed. Any other reply (an error too) is
+ * returned. TRYAGAIN is not waited out (a test's own migration). */
+/* argv on a connection of its own to node i (after ASKING when asking). */
+redisReply *cluster_send(test_cluster *c, int i, int asking, int argc, const char **argv);
+/* fmt (hiredis' format, no %b) on rc, a connection to a node of c. */
+redisReply *cluster_cmd(test_cluster *c, redisContext *rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* cluster_cmd's integer (a string reply read as one, nil 0); any other
+ * error fails the test. */
+long long cluster_int(test_cluster *c, redisContext *rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* cluster_cmd / cluster_int on a connection of their own to node i. */
+redisReply *cluster_node_cmd(test_cluster *c, int i, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+long long cluster_node_int(test_cluster *c, int i, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Is r an error that cluster_send and cluster_cmd send again? */
+int cluster_transient(const redisReply *r);
+
 /* The node index of a "host:port" address, or -1. */
 int cluster_node_at(const test_cluster *c, int port);
 /* Is node i a master now (ROLE)? */

@@ -463,6 +463,10 @@ redisReply *server_cmd(redisContext *rc, const char *fmt, ...) {
 static long long server_vint(redisContext *rc, const char *fmt, va_list ap) {
     redisReply *r = redisvCommand(rc, fmt, ap);
     ASSERT(r != NULL);
+    /* a cluster node that does not serve the key: the test asked the wrong
+     * node, and 0 would make its check one that cannot fail */
+    if (r->type == REDIS_REPLY_ERROR && (strncmp(r->str, "MOVED ", 6) == 0 || strncmp(r->str, "ASK ", 4) == 0))
+        FAIL_AT(__FILE__, __LINE__, "%s: %s (asked a node that does not serve its key)", fmt, r->str);
     long long v = r->type == REDIS_REPLY_INTEGER ? r->integer
                   : r->type == REDIS_REPLY_STRING ? atoll(r->str)
                                                   : 0;

@@ -89,6 +89,9 @@ redisContext *server_connect(const test_server *s);
  * argument is a compile error). */
 redisReply *server_cmd(redisContext *rc, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* The reply's integer (a string read as one; nil, an error: 0). A MOVED
+ * or ASK reply fails the test: a node of a cluster asked for a key it does
+ * not serve (a check of 0 would pass whatever the data). */
 long long server_int(redisContext *rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The server's clock in ms (the clock the scripts use). */
 long long server_now_ms(redisContext *rc);

@@ -967,7 +967,7 @@ TEST(members_on_other_masters_of_the_cluster_are_counted_once_each) {
     long done = 0;
     ASSERT_OK(rjq_worker_start(bq, &wo, complete_it, &done, &w0));
     ASSERT(loop_until_count(base, &done, 2, 20000)); /* on_complete and on_success */
-    ASSERT_EQ(2, server_int(rc0, "HGET t:{%s}:stats seq", names[0])); /* each once */
+    ASSERT_EQ(2, cluster_int(&cl, rc0, "HGET t:{%s}:stats seq", names[0])); /* each once */
     redisFree(rc0);
     redisFree(rc2);
     worker_stop_wait(base, w0);

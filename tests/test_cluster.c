@@ -15,33 +15,6 @@
 #include "slot.h"
 #include "slotmap.h"
 
-/* argv sent to node i on a connection of its own (after ASKING when
- * asked), and sent again while the node answers CLUSTERDOWN: on a loaded
- * machine a node that missed its peers' pings for a node timeout thinks
- * itself in a minority and refuses queries until it has heard from them
- * and waited its rejoin delay (CI: "node 2, GET rjq:{mq}:b: CLUSTERDOWN
- * The cluster is down" right after a migration, nothing killed). No check
- * here is about that state: the command goes again once every node says
- * cluster_state:ok (cluster_wait_settled, within the fixture's bound). */
-static redisReply *send_up(test_cluster *c, int i, int asking, int argc, const char **argv) {
-    for (int tries = 0;; tries++) {
-        redisContext *rc = cluster_connect(c, i);
-        if (asking) {
-            redisReply *ok = server_cmd(rc, "ASKING");
-            ASSERT(ok->type == REDIS_REPLY_STATUS);
-            freeReplyObject(ok);
-        }
-        redisReply *r = redisCommandArgv(rc, argc, argv, NULL);
-        ASSERT(r != NULL);
-        redisFree(rc);
-        if (r->type != REDIS_REPLY_ERROR || strncmp(r->str, "CLUSTERDOWN", 11) != 0) return r;
-        if (tries == 5) FAIL_AT(__FILE__, __LINE__, "node %d, %s %s: still %s", i, argv[0], argv[1], r->str);
-        fprintf(stderr, "node %d, %s %s: %s; again once the cluster is settled\n", i, argv[0], argv[1], r->str);
-        freeReplyObject(r);
-        cluster_wait_settled(c);
-    }
-}
-
 /* The error of a reply, which must be one. */
 static void expect_error(redisReply *r, char *out, size_t size) {
     ASSERT(r != NULL);
@@ -55,7 +28,7 @@ static void expect_error(redisReply *r, char *out, size_t size) {
 static rjq__redirect redirect_of(test_cluster *c, int i, const char *key, int asking) {
     char err[300];
     const char *get[] = {"GET", key};
-    expect_error(send_up(c, i, asking, 2, get), err, sizeof err);
+    expect_error(cluster_send(c, i, asking, 2, get), err, sizeof err);
     rjq__redirect d;
     if (rjq__redirect_parse(err, strlen(err), "127.0.0.1", &d) != RJQ_OK)
         FAIL_AT(__FILE__, __LINE__, "node %d, GET %s: not a redirect: %s", i, key, err);
@@ -65,7 +38,7 @@ static rjq__redirect redirect_of(test_cluster *c, int i, const char *key, int as
 /* GET key on node i (after ASKING when asked): a value or nil, not an error. */
 static char *get_on(test_cluster *c, int i, const char *key, int asking) {
     const char *get[] = {"GET", key};
-    redisReply *r = send_up(c, i, asking, 2, get);
+    redisReply *r = cluster_send(c, i, asking, 2, get);
     if (r->type == REDIS_REPLY_ERROR) FAIL_AT(__FILE__, __LINE__, "node %d, GET %s: %s", i, key, r->str);
     char *v = r->type == REDIS_REPLY_STRING ? strdup(r->str) : NULL;
     freeReplyObject(r);
@@ -74,12 +47,15 @@ static char *get_on(test_cluster *c, int i, const char *key, int asking) {
 
 static void set_on(test_cluster *c, int i, const char *key, const char *value) {
     const char *set[] = {"SET", key, value};
-    redisReply *r = send_up(c, i, 0, 3, set);
+    redisReply *r = cluster_send(c, i, 0, 3, set);
     if (r->type != REDIS_REPLY_STATUS) FAIL_AT(__FILE__, __LINE__, "node %d, SET %s: %s", i, key, r->str);
     freeReplyObject(r);
     redisContext *rc = cluster_connect(c, i);
-    /* on its replica too before a test kills the master */
-    ASSERT_EQ(1, server_int(rc, "WAIT 1 10000"));
+    /* on its replica too before a test kills the master (its ack may be
+     * late on a loaded machine: asked again, a minute at most) */
+    double end = mono_ms() + 60000;
+    while (server_int(rc, "WAIT 1 1000") < 1)
+        if (mono_ms() > end) FAIL_AT(__FILE__, __LINE__, "node %d: SET %s not on its replica in 60 s", i, key);
     redisFree(rc);
 }
 

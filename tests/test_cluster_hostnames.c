@@ -144,7 +144,7 @@ TEST(host_named_nodes_queues_on_every_master_run_and_moved_to_a_host_name_is_fol
     ASSERT_EQ(1, cluster_owner(&cl, 0, slot));
     cluster_migrate_slot(&cl, slot, 1, 2);
     rc = cluster_connect(&cl, 1);
-    r = server_cmd(rc, "GET {%s}", names[1]);
+    r = cluster_cmd(&cl, rc, "GET {%s}", names[1]);
     char moved[96];
     snprintf(moved, sizeof moved, "MOVED %d %s:%d", slot, HOST, cl.node[2].port);
     ASSERT(r->type == REDIS_REPLY_ERROR);
@@ -197,16 +197,14 @@ static void endpoint_type(const test_cluster *cl, const char *type) {
 
 /* The MOVED node `from` answers for a key of names's slot, checked to be
  * "MOVED <slot> <endpoint>:<port of node to>". */
-static void moved_reads(const test_cluster *cl, int from, const char *name, int slot, const char *endpoint,
+static void moved_reads(test_cluster *cl, int from, const char *name, int slot, const char *endpoint,
                         int to) {
-    redisContext *rc = cluster_connect(cl, from);
-    redisReply *r = server_cmd(rc, "GET {%s}", name);
+    redisReply *r = cluster_node_cmd(cl, from, "GET {%s}", name);
     char moved[96];
     snprintf(moved, sizeof moved, "MOVED %d %s:%d", slot, endpoint, cl->node[to].port);
     ASSERT(r->type == REDIS_REPLY_ERROR);
     ASSERT_STREQ(moved, r->str);
     freeReplyObject(r);
-    redisFree(rc);
 }
 
 /* Host names preferred but none announced: Redis names every node "?" in

@@ -335,12 +335,8 @@ TEST(cli_commands_on_a_cluster_url_reach_every_master) {
     /* every queue's key lives on its own master (the tool routed there) */
     for (int i = 0; i < N; i++) {
         int node = cluster_owner(&cl, 0, rjq__key_slot(names[i], strlen(names[i])));
-        redisContext *rc = cluster_connect(&cl, node);
-        redisReply *r = redisCommand(rc, "HEXISTS rjq:{%s}:payload %s", names[i], id[i]);
-        ASSERT(r && r->type == REDIS_REPLY_INTEGER);
-        if (r->integer != 1) FAIL_AT(__FILE__, __LINE__, "job %s not on node %d", id[i], node);
-        freeReplyObject(r);
-        redisFree(rc);
+        if (cluster_node_int(&cl, node, "HEXISTS rjq:{%s}:payload %s", names[i], id[i]) != 1)
+            FAIL_AT(__FILE__, __LINE__, "job %s not on node %d", id[i], node);
     }
     TOOL_OK(out, "%s -u %s metrics %s %s %s %s %s %s", RJQ_TOOL, cl.url, names[0], names[1],
             names[2], names[3], names[4], names[5]);

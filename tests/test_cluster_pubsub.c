@@ -481,7 +481,7 @@ TEST(group_push_on_a_cluster_asks_shardnumsub_and_is_never_undone) {
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(q, &wo, count_and_complete, &ran, &w));
     ASSERT(loop_until_server_int(base, mc, 1, 30000, "HLEN t:{%s}:idle", name));
-    redisReply *h = server_cmd(mc, "HGETALL t:{%s}:idle", name);
+    redisReply *h = cluster_cmd(&cl, mc, "HGETALL t:{%s}:idle", name);
     ASSERT(h->type == REDIS_REPLY_ARRAY && h->elements == 2);
     char wid[128], value[128];
     const char *sp = strchr(h->element[0]->str, ' ');
@@ -505,7 +505,7 @@ TEST(group_push_on_a_cluster_asks_shardnumsub_and_is_never_undone) {
     ASSERT_EQ(0, shardnumsub(&cl, 0, deaf));
     char field[256];
     snprintf(field, sizeof field, "%s %s", wid, deaf);
-    h = server_cmd(mc, "HSET t:{%s}:idle %s %s", name, field, value);
+    h = cluster_cmd(&cl, mc, "HSET t:{%s}:idle %s %s", name, field, value);
     ASSERT(h->type == REDIS_REPLY_INTEGER && h->integer == 1);
     freeReplyObject(h);
     long long asked = cluster_node_calls(&cl, 0, "pubsub|shardnumsub");
@@ -514,10 +514,10 @@ TEST(group_push_on_a_cluster_asks_shardnumsub_and_is_never_undone) {
     enqueue_wait ew = enqueue_job(base, q, "g1", &jo);
     ASSERT_OK(ew.status);
     ASSERT(cluster_node_calls(&cl, 0, "pubsub|shardnumsub") > asked);
-    ASSERT_EQ(0, server_int(mc, "HLEN t:{%s}:idle", name)); /* the stale registration dropped */
+    ASSERT_EQ(0, cluster_int(&cl, mc, "HLEN t:{%s}:idle", name)); /* the stale registration dropped */
     ASSERT_EQ(0, server_active_jobs(mc, name));
-    ASSERT_EQ(1, server_int(mc, "LLEN t:{%s}:g:r:ten", name));
-    h = server_cmd(mc, "HGET t:{%s}:state %s", name, ew.id);
+    ASSERT_EQ(1, cluster_int(&cl, mc, "LLEN t:{%s}:g:r:ten", name));
+    h = cluster_cmd(&cl, mc, "HGET t:{%s}:state %s", name, ew.id);
     ASSERT(h->type == REDIS_REPLY_STRING && strncmp(h->str, "ready 0 @", 9) == 0);
     freeReplyObject(h);
     h = server_cmd(mc, "SPUBLISH %s marker", deaf);

@@ -57,20 +57,18 @@ static void tagged(char *out, size_t size, const char *base, int pin, const char
     snprintf(out, size, "t:{%s}%s", tag, rest);
 }
 
-static long long node_int(const test_cluster *cl, int node, const char *cmd, const char *key) {
-    redisContext *rc = cluster_connect(cl, node);
-    long long n = server_int(rc, "%s %s", cmd, key);
-    redisFree(rc);
-    return n;
+/* (a node refusing keys for a while, CLUSTERDOWN...: asked again once the
+ * cluster is settled, as every read of a node here: cluster_node_int) */
+static long long node_int(test_cluster *cl, int node, const char *cmd, const char *key) {
+    return cluster_node_int(cl, node, "%s %s", cmd, key);
 }
 
 /* The latest entry end in a liveness set on node (0: none). */
-static long long node_latest_entry(const test_cluster *cl, int node, const char *key) {
-    redisContext *rc = cluster_connect(cl, node);
-    redisReply *r = server_cmd(rc, "ZREVRANGE %s 0 0 WITHSCORES", key);
-    long long end = r->type == REDIS_REPLY_ARRAY && r->elements == 2 ? atoll(r->element[1]->str) : 0;
+static long long node_latest_entry(test_cluster *cl, int node, const char *key) {
+    redisReply *r = cluster_node_cmd(cl, node, "ZREVRANGE %s 0 0 WITHSCORES", key);
+    ASSERT(r->type == REDIS_REPLY_ARRAY);
+    long long end = r->elements == 2 ? atoll(r->element[1]->str) : 0;
     freeReplyObject(r);
-    redisFree(rc);
     return end;
 }
 
@@ -209,25 +207,22 @@ TEST(listings_merge_every_master_once_in_order) {
         WAIT_FOR(base, node_int(&cl, m, "ZCARD", live) == 1, 20000);
         for (int i = 0; i < NQ; i++) {
             int on_m = cluster_owner(&cl, 0, rjq__key_slot(names[i], strlen(names[i]))) == m;
-            redisContext *rc = cluster_connect(&cl, m);
-            redisReply *r = server_cmd(rc, "ZSCORE %s %s", reg, names[i]);
+            redisReply *r = cluster_node_cmd(&cl, m, "ZSCORE %s %s", reg, names[i]);
             ASSERT_EQ(on_m, r->type == REDIS_REPLY_STRING);
             freeReplyObject(r);
-            redisFree(rc);
         }
-        /* nothing in the global names of a standalone server */
-        ASSERT_EQ(0, node_int(&cl, m, "EXISTS", "t:queues"));
-        ASSERT_EQ(0, node_int(&cl, m, "EXISTS", "t:{clients}:live"));
     }
+    /* nothing in the global names of a standalone server, asked where
+     * their slots are (another master answered MOVED, which read as 0) */
+    ASSERT_EQ(0, node_int(&cl, cluster_node_of_key(&cl, "t:queues"), "EXISTS", "t:queues"));
+    ASSERT_EQ(0, node_int(&cl, cluster_node_of_key(&cl, "t:{clients}:live"), "EXISTS", "t:{clients}:live"));
 
     /* a name left in another master's registry (its slot moved): listed once */
     int other = (cluster_owner(&cl, 0, rjq__key_slot(names[0], strlen(names[0]))) + 1) %
                 CLUSTER_MASTERS;
     char stray[96];
     tagged(stray, sizeof stray, "queues", pin[other], "");
-    redisContext *orc = cluster_connect(&cl, other);
-    freeReplyObject(server_cmd(orc, "ZADD %s 0 %s", stray, names[0]));
-    redisFree(orc);
+    ASSERT_EQ(1, cluster_node_int(&cl, other, "ZADD %s 0 %s", stray, names[0]));
 
     char sorted[NQ][32];
     memcpy(sorted, names, sizeof sorted);

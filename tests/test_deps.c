@@ -1892,12 +1892,12 @@ TEST(worker_killed_between_a_childs_completion_and_its_parents_release_on_anothe
     int status = reap(child, 60000);
     ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
     redisContext *rk = cluster_connect(&cl, 0), *rp = cluster_connect(&cl, 1);
-    redisReply *st = server_cmd(rk, "HGET t:{%s}:state child", nk);
+    redisReply *st = cluster_cmd(&cl, rk, "HGET t:{%s}:state child", nk);
     ASSERT(st->type == REDIS_REPLY_STRING && strncmp(st->str, "completed", 9) == 0);
     freeReplyObject(st);
-    ASSERT_EQ(1, server_int(rk, "HEXISTS t:{%s}:dependents child", nk)); /* untold */
-    ASSERT_EQ(1, server_int(rp, "ZCARD t:{%s}:waiting", np));
-    ASSERT_EQ(0, server_int(rp, "LLEN t:{%s}:ready", np));
+    ASSERT_EQ(1, cluster_int(&cl, rk, "HEXISTS t:{%s}:dependents child", nk)); /* untold */
+    ASSERT_EQ(1, cluster_int(&cl, rp, "ZCARD t:{%s}:waiting", np));
+    ASSERT_EQ(0, cluster_int(&cl, rp, "LLEN t:{%s}:ready", np));
     struct event_base *base = event_base_new();
     rjq_client_options o = client_options(cl.url);
     rjq_client *c = client_new(base, &o);
@@ -1906,13 +1906,13 @@ TEST(worker_killed_between_a_childs_completion_and_its_parents_release_on_anothe
     ASSERT_OK(rjq_queue_open(c, np, NULL, &qp));
     ASSERT_STREQ("waiting", get_info(base, qp, "parent").state);
     rjq_worker *w = sweeping_worker(qk);
-    WAIT_FOR(base, server_int(rk, "EXISTS t:{%s}:dependents", nk) == 0, 30000);
+    WAIT_FOR(base, cluster_int(&cl, rk, "EXISTS t:{%s}:dependents", nk) == 0, 30000);
     ASSERT_STREQ("ready", get_info(base, qp, "parent").state);
-    ASSERT_EQ(1, server_int(rp, "LLEN t:{%s}:ready", np)); /* released once */
+    ASSERT_EQ(1, cluster_int(&cl, rp, "LLEN t:{%s}:ready", np)); /* released once */
     /* more visits of the child's queue release nothing again */
     long long visits = cluster_node_calls(&cl, 0, "exists");
     WAIT_FOR(base, cluster_node_calls(&cl, 0, "exists") >= visits + 3, 30000);
-    ASSERT_EQ(1, server_int(rp, "LLEN t:{%s}:ready", np));
+    ASSERT_EQ(1, cluster_int(&cl, rp, "LLEN t:{%s}:ready", np));
     deps_lines rd = dependencies_of(base, qp, "parent");
     ASSERT_OK(rd.status);
     ASSERT_EQ(1, (long)rd.n);

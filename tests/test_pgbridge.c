@@ -1499,12 +1499,7 @@ TEST(a_bridge_on_a_cluster_moves_rows_to_queues_on_three_masters) {
     for (int i = 0; i < CLUSTER_MASTERS; i++) {
         char key[64];
         snprintf(key, sizeof key, "t:{%s}:stats", names[i]);
-        redisContext *rc = cluster_connect(&cl, cluster_node_of_key(&cl, key));
-        redisReply *r = redisCommand(rc, "EXISTS %s", key);
-        ASSERT(r && r->type == REDIS_REPLY_INTEGER);
-        ASSERT_EQ(1, r->integer);
-        freeReplyObject(r);
-        redisFree(rc);
+        ASSERT_EQ(1, cluster_node_int(&cl, cluster_node_of_key(&cl, key), "EXISTS %s", key));
     }
     bridge_stop(b);
     workers_free(&F.ws);

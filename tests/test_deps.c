@@ -1295,6 +1295,56 @@ TEST(registrations_of_the_same_queue_in_deps_adds_loop_record_each_dependent_onc
     env_stop(&e);
 }
 
+/* A caller's id given twice in one deps_add call is written once, the
+ * first's (its payload, its policy), the second reported existing
+ * (existed 1) and registered nowhere; numbered jobs around it are written
+ * each with its own payload. deps_add learns of the repeat from the
+ * payload column's HSET (fewer fields added than jobs), then builds its
+ * writes again: this guards that second build. */
+TEST(deps_add_writes_a_caller_id_given_twice_in_one_call_once) {
+    test_env e;
+    env_start(&e, "du");
+    enqueue_x_ok(e.base, e.q, "a", 3600000, 0);
+    const char *args[] = {"t:{du}:job:",
+                          "x", "p1", "", "fail", "1", "du", "a",
+                          "", "pn", "", "fail", "1", "du", "a",
+                          "x", "p2", "", "run", "1", "du", "a",
+                          "", "pm", "", "fail", "1", "du", "a"};
+    redisReply *r = server_fcall(e.rc, RJQ__S_DEPS_ADD, "du", args, sizeof args / sizeof args[0]);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 8);
+    ASSERT_STREQ("x", r->element[0]->str);
+    ASSERT_EQ(2, r->element[1]->integer);
+    ASSERT_STREQ("x", r->element[4]->str);
+    ASSERT_EQ(1, r->element[5]->integer);
+    ASSERT_EQ(2, r->element[3]->integer);
+    ASSERT_EQ(2, r->element[7]->integer);
+    char n1[32], n2[32];
+    snprintf(n1, sizeof n1, "%s", r->element[2]->str);
+    snprintf(n2, sizeof n2, "%s", r->element[6]->str);
+    ASSERT(strcmp(n1, n2) != 0 && strcmp(n1, "x") != 0 && strcmp(n2, "x") != 0);
+    freeReplyObject(r);
+    redisReply *p = server_cmd(e.rc, "HMGET t:{du}:payload x %s %s", n1, n2);
+    ASSERT(p->type == REDIS_REPLY_ARRAY && p->elements == 3);
+    ASSERT_STREQ("p1", p->element[0]->str);
+    ASSERT_STREQ("pn", p->element[1]->str);
+    ASSERT_STREQ("pm", p->element[2]->str);
+    freeReplyObject(p);
+    redisReply *l = server_cmd(e.rc, "HGET t:{du}:deps x");
+    ASSERT(l->type == REDIS_REPLY_STRING);
+    ASSERT_STREQ("fail 0 0\nw du a", l->str);
+    freeReplyObject(l);
+    char want[96];
+    snprintf(want, sizeof want, "du x\ndu %s\ndu %s", n1, n2);
+    redisReply *a = server_cmd(e.rc, "HGET t:{du}:dependents a");
+    ASSERT(a->type == REDIS_REPLY_STRING);
+    ASSERT_STREQ(want, a->str);
+    freeReplyObject(a);
+    ASSERT_EQ(3, server_int(e.rc, "ZCARD t:{du}:waiting"));
+    ASSERT_EQ(3, server_int(e.rc, "HLEN t:{du}:deps"));
+    ASSERT_EQ(4, server_int(e.rc, "HLEN t:{du}:payload"));
+    env_stop(&e);
+}
+
 /* The dependents hash is pinned a hash table (lib.lua DEPENDENTS_PIN: a
  * field longer than hash-max-listpack-value, so Redis never keeps it a
  * listpack that every lookup walks): the pin is written once, with the

@@ -1345,6 +1345,67 @@ TEST(deps_add_writes_a_caller_id_given_twice_in_one_call_once) {
     env_stop(&e);
 }
 
+/* deps_add called with n jobs (ids j0, j1, ..., each after "dq2 z": another
+ * queue's job, so nothing is registered here) on queue q: more arguments
+ * than server_fcall takes, so its keys laid out here. */
+static void add_many(redisContext *rc, const char *q, int n) {
+    char prefix[48], ids[64][16];
+    const char *argv[40 + 64 * 7];
+    layout_keys lk;
+    argv[0] = "FCALL";
+    argv[1] = rjq__scripts[RJQ__S_DEPS_ADD].function;
+    int k = layout_script_keys(&lk, RJQ__S_DEPS_ADD, "t", q, argv, 2);
+    ASSERT(k < 40);
+    snprintf(prefix, sizeof prefix, "t:{%s}:job:", q);
+    argv[k++] = prefix;
+    for (int i = 0; i < n && i < 64; i++) {
+        snprintf(ids[i], sizeof ids[i], "j%d", i);
+        const char *job[] = {ids[i], "p", "", "fail", "1", "dq2", "z"};
+        for (size_t j = 0; j < 7; j++) argv[k++] = job[j];
+    }
+    redisReply *r = redisCommandArgv(rc, k, argv, NULL);
+    ASSERT(r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == (size_t)(2 * n));
+    freeReplyObject(r);
+}
+
+/* The encoding of key (OBJECT ENCODING) is want. */
+static void assert_encoding(redisContext *rc, const char *key, const char *want) {
+    redisReply *r = server_cmd(rc, "OBJECT ENCODING %s", key);
+    ASSERT(r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS);
+    ASSERT_STREQ(want, r->str);
+    freeReplyObject(r);
+}
+
+/* A deps_add of many jobs (lib.lua TABLE_MIN, 32, or more) makes the deps
+ * hash and the waiting set tables before it writes them (a listpack is
+ * walked at every insert: ~14M Redis instructions for 500 jobs into a new
+ * deps hash), with a pin written first and deleted in the same call:
+ * nothing of it is left, and the hash and the set hold the jobs alone. A
+ * call of a few jobs leaves them listpacks (no pin's commands). */
+TEST(deps_add_of_many_jobs_makes_deps_and_waiting_tables_and_leaves_no_pin) {
+    test_env e;
+    env_start(&e, "dt");
+    add_many(e.rc, "dt", 40);
+    assert_encoding(e.rc, "t:{dt}:deps", "hashtable");
+    assert_encoding(e.rc, "t:{dt}:waiting", "skiplist");
+    ASSERT_EQ(40, server_int(e.rc, "HLEN t:{dt}:deps"));
+    ASSERT_EQ(40, server_int(e.rc, "ZCARD t:{dt}:waiting"));
+    ASSERT_EQ(40, server_int(e.rc, "HLEN t:{dt}:payload"));
+    ASSERT_EQ(40, server_int(e.rc, "HLEN t:{dt}:state"));
+    redisReply *f = server_cmd(e.rc, "HKEYS t:{dt}:deps");
+    ASSERT(f->type == REDIS_REPLY_ARRAY && f->elements == 40);
+    for (size_t i = 0; i < f->elements; i++) ASSERT(f->element[i]->str[0] == 'j');
+    freeReplyObject(f);
+    redisReply *m = server_cmd(e.rc, "ZRANGE t:{dt}:waiting 0 -1");
+    ASSERT(m->type == REDIS_REPLY_ARRAY && m->elements == 40);
+    for (size_t i = 0; i < m->elements; i++) ASSERT(m->element[i]->str[0] == 'j');
+    freeReplyObject(m);
+    add_many(e.rc, "ds", 2);
+    assert_encoding(e.rc, "t:{ds}:deps", "listpack");
+    assert_encoding(e.rc, "t:{ds}:waiting", "listpack");
+    env_stop(&e);
+}
+
 /* The dependents hash is pinned a hash table (lib.lua DEPENDENTS_PIN: a
  * field longer than hash-max-listpack-value, so Redis never keeps it a
  * listpack that every lookup walks): the pin is written once, with the

@@ -165,8 +165,20 @@ if nd > 0 then
   end
   call_all('HSET', J.s, s, 2)
   if no > 0 then call_all('HSET', J.o, o, 2) end
+  -- (a call of TABLE_MIN jobs or more makes the deps hash and the waiting
+  -- set tables before it writes them, as a pin would: TABLE_PIN written
+  -- first and deleted after, in this call; lib.lua)
+  local big = nd >= 2 * TABLE_MIN
+  if big then
+    redis.call('HSET', deps, TABLE_PIN, '')
+    redis.call('ZADD', waiting, stamp, TABLE_PIN)
+  end
   call_all('HSET', deps, dp, 2)
   call_all('ZADD', waiting, w, 2)
+  if big then
+    redis.call('HDEL', deps, TABLE_PIN)
+    redis.call('ZREM', waiting, TABLE_PIN)
+  end
 end
 -- The registrations with jobs of this queue (DEPS.register_ids,
 -- lib.lua), read after the writes (a dependency enqueued in this call

@@ -494,6 +494,21 @@ local WATCHERS_PIN = 'rjq: keeps this hash a table (a field longer than hash-max
 -- spaces (never a job id): no reader sees it.
 local DEPENDENTS_PIN = 'rjq: keeps the dependents hash a table (a field longer than hash-max-listpack-value)'
 
+-- A field or member longer than hash-max-listpack-value and
+-- zset-max-listpack-value (64 bytes by default): written into a hash or a
+-- sorted set ahead of many fields or members, it makes the key a table
+-- (a skiplist) before they go in, and stays one when the pin is deleted
+-- right after, in the same script. A listpack (up to 512 fields of a hash,
+-- 128 members of a set) is walked at each insert: a new deps hash given
+-- 500 jobs in one deps_add walked ~14M Redis instructions (bench/README.md
+-- "deps_add without per-job arrays"); as a table, two commands more and
+-- nothing left behind (no reader sees the pin: it has spaces, never a job
+-- id). Used by deps_add.lua for calls of TABLE_MIN jobs or more (a small
+-- call into a small key stays a listpack: the pin's four commands would
+-- cost it more than the walk).
+local TABLE_PIN = 'rjq: makes this key a table before many writes (longer than the listpack value limits)'
+local TABLE_MIN = 32
+
 -- Queue format 2 (docs/scripts.md "Queue format 2"): the reply channels
 -- held at the end of the states sv of jobs ids (sv[k] is ids[k]'s value as
 -- read; false when none) move to the watchers column, appended to what it

@@ -1326,6 +1326,117 @@ TEST(registrations_of_the_same_queue_in_deps_adds_loop_record_each_dependent_onc
     env_stop(&e);
 }
 
+/* A caller's id given twice in one deps_add call is written once, the
+ * first's (its payload, its policy), the second reported existing
+ * (existed 1) and registered nowhere; numbered jobs around it are written
+ * each with its own payload. deps_add learns of the repeat from the
+ * payload column's HSET (fewer fields added than jobs), then builds its
+ * writes again: this guards that second build. */
+TEST(deps_add_writes_a_caller_id_given_twice_in_one_call_once) {
+    test_env e;
+    env_start(&e, "du");
+    enqueue_x_ok(e.base, e.q, "a", 3600000, 0);
+    const char *args[] = {"t:{du}:job:",
+                          "x", "p1", "", "fail", "1", "du", "a",
+                          "", "pn", "", "fail", "1", "du", "a",
+                          "x", "p2", "", "run", "1", "du", "a",
+                          "", "pm", "", "fail", "1", "du", "a"};
+    redisReply *r = server_fcall(e.rc, RJQ__S_DEPS_ADD, "du", args, sizeof args / sizeof args[0]);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 8);
+    ASSERT_STREQ("x", r->element[0]->str);
+    ASSERT_EQ(2, r->element[1]->integer);
+    ASSERT_STREQ("x", r->element[4]->str);
+    ASSERT_EQ(1, r->element[5]->integer);
+    ASSERT_EQ(2, r->element[3]->integer);
+    ASSERT_EQ(2, r->element[7]->integer);
+    char n1[32], n2[32];
+    snprintf(n1, sizeof n1, "%s", r->element[2]->str);
+    snprintf(n2, sizeof n2, "%s", r->element[6]->str);
+    ASSERT(strcmp(n1, n2) != 0 && strcmp(n1, "x") != 0 && strcmp(n2, "x") != 0);
+    freeReplyObject(r);
+    redisReply *p = server_cmd(e.rc, "HMGET t:{du}:payload x %s %s", n1, n2);
+    ASSERT(p->type == REDIS_REPLY_ARRAY && p->elements == 3);
+    ASSERT_STREQ("p1", p->element[0]->str);
+    ASSERT_STREQ("pn", p->element[1]->str);
+    ASSERT_STREQ("pm", p->element[2]->str);
+    freeReplyObject(p);
+    redisReply *l = server_cmd(e.rc, "HGET t:{du}:deps x");
+    ASSERT(l->type == REDIS_REPLY_STRING);
+    ASSERT_STREQ("fail 0 0\nw du a", l->str);
+    freeReplyObject(l);
+    char want[96];
+    snprintf(want, sizeof want, "du x\ndu %s\ndu %s", n1, n2);
+    redisReply *a = server_cmd(e.rc, "HGET t:{du}:dependents a");
+    ASSERT(a->type == REDIS_REPLY_STRING);
+    ASSERT_STREQ(want, a->str);
+    freeReplyObject(a);
+    ASSERT_EQ(3, server_int(e.rc, "ZCARD t:{du}:waiting"));
+    ASSERT_EQ(3, server_int(e.rc, "HLEN t:{du}:deps"));
+    ASSERT_EQ(4, server_int(e.rc, "HLEN t:{du}:payload"));
+    env_stop(&e);
+}
+
+/* deps_add called with n jobs (ids j0, j1, ..., each after "dq2 z": another
+ * queue's job, so nothing is registered here) on queue q: more arguments
+ * than server_fcall takes, so its keys laid out here. */
+static void add_many(redisContext *rc, const char *q, int n) {
+    char prefix[48], ids[64][16];
+    const char *argv[40 + 64 * 7];
+    layout_keys lk;
+    argv[0] = "FCALL";
+    argv[1] = rjq__scripts[RJQ__S_DEPS_ADD].function;
+    int k = layout_script_keys(&lk, RJQ__S_DEPS_ADD, "t", q, argv, 2);
+    ASSERT(k < 40);
+    snprintf(prefix, sizeof prefix, "t:{%s}:job:", q);
+    argv[k++] = prefix;
+    for (int i = 0; i < n && i < 64; i++) {
+        snprintf(ids[i], sizeof ids[i], "j%d", i);
+        const char *job[] = {ids[i], "p", "", "fail", "1", "dq2", "z"};
+        for (size_t j = 0; j < 7; j++) argv[k++] = job[j];
+    }
+    redisReply *r = redisCommandArgv(rc, k, argv, NULL);
+    ASSERT(r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == (size_t)(2 * n));
+    freeReplyObject(r);
+}
+
+/* The encoding of key (OBJECT ENCODING) is want. */
+static void assert_encoding(redisContext *rc, const char *key, const char *want) {
+    redisReply *r = server_cmd(rc, "OBJECT ENCODING %s", key);
+    ASSERT(r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS);
+    ASSERT_STREQ(want, r->str);
+    freeReplyObject(r);
+}
+
+/* A deps_add of many jobs (lib.lua TABLE_MIN, 32, or more) makes the deps
+ * hash and the waiting set tables before it writes them (a listpack is
+ * walked at every insert: ~14M Redis instructions for 500 jobs into a new
+ * deps hash), with a pin written first and deleted in the same call:
+ * nothing of it is left, and the hash and the set hold the jobs alone. A
+ * call of a few jobs leaves them listpacks (no pin's commands). */
+TEST(deps_add_of_many_jobs_makes_deps_and_waiting_tables_and_leaves_no_pin) {
+    test_env e;
+    env_start(&e, "dt");
+    add_many(e.rc, "dt", 40);
+    assert_encoding(e.rc, "t:{dt}:deps", "hashtable");
+    assert_encoding(e.rc, "t:{dt}:waiting", "skiplist");
+    ASSERT_EQ(40, server_int(e.rc, "HLEN t:{dt}:deps"));
+    ASSERT_EQ(40, server_int(e.rc, "ZCARD t:{dt}:waiting"));
+    ASSERT_EQ(40, server_int(e.rc, "HLEN t:{dt}:payload"));
+    ASSERT_EQ(40, server_int(e.rc, "HLEN t:{dt}:state"));
+    redisReply *f = server_cmd(e.rc, "HKEYS t:{dt}:deps");
+    ASSERT(f->type == REDIS_REPLY_ARRAY && f->elements == 40);
+    for (size_t i = 0; i < f->elements; i++) ASSERT(f->element[i]->str[0] == 'j');
+    freeReplyObject(f);
+    redisReply *m = server_cmd(e.rc, "ZRANGE t:{dt}:waiting 0 -1");
+    ASSERT(m->type == REDIS_REPLY_ARRAY && m->elements == 40);
+    for (size_t i = 0; i < m->elements; i++) ASSERT(m->element[i]->str[0] == 'j');
+    freeReplyObject(m);
+    add_many(e.rc, "ds", 2);
+    assert_encoding(e.rc, "t:{ds}:deps", "listpack");
+    assert_encoding(e.rc, "t:{ds}:waiting", "listpack");
+    env_stop(&e);
+}
+
 /* The dependents hash is pinned a hash table (lib.lua DEPENDENTS_PIN: a
  * field longer than hash-max-listpack-value, so Redis never keeps it a
  * listpack that every lookup walks): the pin is written once, with the

@@ -33,15 +33,14 @@
 -- any write.
 local J = columns(cols, ARGV[1])
 local here = DEPS.queue(J)
--- (per job, flat: its id, the index of its payload, its stored options,
--- its list, the index of its first dependency and their number; no table
--- per job. The options text and head of the job before are reused when
--- its options are the same: a client's jobs mostly share them.)
-local jid, jat, jst, jlist, jfirst, jn = {}, {}, {}, {}, {}, {}
-local nj, i, mine = 0, 2, false
-local last_opts, last_pol, head, stored = nil, nil, nil, false
-local delay, prio = 0, 0
 local nargv = #ARGV
+-- Two passes over ARGV, no table per job and no per-job array kept
+-- between them: the first checks every job's arguments (nothing is
+-- written before all are good) and gathers the caller's ids; the second,
+-- after the reads, builds the writes' arguments, the reply and the
+-- registrations straight from ARGV.
+local given, ng, nj, mine = {}, 0, 0, false
+local i, last_opts = 2, nil
 while i <= nargv do
   local id, opts, policy, n = ARGV[i], ARGV[i + 2], ARGV[i + 3], tonumber(ARGV[i + 4])
   if policy ~= 'fail' and policy ~= 'run' and policy ~= 'ignore' then
@@ -51,96 +50,135 @@ while i <= nargv do
     return redis.error_reply('ERR rjq deps_add: no dependencies')
   end
   if opts ~= last_opts then
-    delay, prio, stored = 0, 0, false
     if opts ~= '' then
-      local d, p, s, _, debounce = job_options(opts)
+      local d, _, _, _, debounce = job_options(opts)
       if not d or debounce then return redis.error_reply('ERR rjq deps_add: bad job options') end
-      delay, prio, stored = d, p, s
     end
-    last_opts, last_pol = opts, nil
-  end
-  if policy ~= last_pol then
-    head = policy .. ' ' .. int(delay) .. ' ' .. int(prio)
-    last_pol = policy
+    last_opts = opts
   end
   local k = i + 5
-  local list
-  if n == 1 then -- (the one-dependency path: one concatenation)
-    list = head .. '\nw ' .. ARGV[k] .. ' ' .. ARGV[k + 1]
-    if ARGV[k] == here then mine = true end
-  else
-    local lines = {head}
-    for m = k, i + 4 + 2 * n, 2 do
-      lines[#lines + 1] = 'w ' .. ARGV[m] .. ' ' .. ARGV[m + 1]
-      if ARGV[m] == here then mine = true end
-    end
-    list = table.concat(lines, '\n')
+  if not mine then
+    for m = k, k + 2 * n - 2, 2 do if ARGV[m] == here then mine = true; break end end
   end
+  if id ~= '' then ng = ng + 1; given[ng] = id end
   nj = nj + 1
-  jid[nj], jat[nj], jst[nj], jlist[nj], jfirst[nj], jn[nj] = id, i + 1, stored, list, k, n
   i = k + 2 * n
 end
 if nj == 0 then return redis.error_reply('ERR rjq deps_add: no dependencies') end
 -- (the types checked before any write: stats's by int_fields' HMGET,
 -- J.d's by the HMGET of the caller's ids when there are some, the others
 -- by TYPE)
-local given, ng = {}, 0
-for m = 1, nj do if jid[m] ~= '' then ng = ng + 1; given[ng] = jid[m] end end
 expect_types(ng > 0 and {J.s, 'hash', J.o, 'hash', waiting, 'zset', deps, 'hash'}
                       or {J.d, 'hash', J.s, 'hash', J.o, 'hash', waiting, 'zset', deps, 'hash'})
 if mine then expect_types({dependents, 'hash'}) end -- (no watchers mark for those: DEPS.register)
 int_fields(stats, 'seq') -- (the one counter written here)
--- which caller ids exist (one HMGET); numbered ids from one HINCRBY
-local have = {}
+-- which caller ids exist (one HMGET: `have`, usually empty); numbered
+-- ids from one HINCRBY
+local have, fresh = {}, nj
 if ng > 0 then
   local p = hmget(J.d, given, 'hash')
-  for m = 1, ng do if p[m] then have[given[m]] = true end end
+  for m = 1, ng do if p[m] then have[given[m]] = true; fresh = fresh - 1 end end
 end
-local fresh = 0
-for m = 1, nj do if jid[m] == '' or not have[jid[m]] then fresh = fresh + 1 end end
 local stamp = int(now_ms())
 local waiting_v = state_value('waiting', '0', nil, stamp .. ',,')
 local seq = fresh > 0 and redis.call('HINCRBY', stats, 'seq', fresh) - fresh or 0
-local d, s, o, dp, w, out = {}, {}, {}, {}, {}, {}
-local nd, no, nout = 0, 0, 0
+local hp = mine and here .. ' '
+-- The second pass: d, s, o, dp, w the writes' arguments, out the reply;
 -- registrations with jobs of this queue (registered below, after the
--- writes): rid the dependency's id, rat its dependent's place in out
--- (whose existed is 2 until one of them is found finished; its id is
--- the one before it there)
-local rid, rat, nr = {}, {}, 0
-for m = 1, nj do
-  local id = jid[m]
-  if id ~= '' and have[id] then
-    out[nout + 1] = id; out[nout + 2] = 1; nout = nout + 2
-  else
-    seq = seq + 1
-    if id == '' then id = int(seq) end
-    have[id] = true -- (a caller's id twice in one call: written once)
-    d[nd + 1] = id; d[nd + 2] = ARGV[jat[m]]
-    s[nd + 1] = id; s[nd + 2] = waiting_v
-    dp[nd + 1] = id; dp[nd + 2] = jlist[m]
-    w[nd + 1] = stamp; w[nd + 2] = id
-    nd = nd + 2
-    if jst[m] then o[no + 1] = id; o[no + 2] = jst[m]; no = no + 2 end
-    out[nout + 1] = id; out[nout + 2] = 0; nout = nout + 2
-    if mine then
-      local k = jfirst[m]
-      for q = k, k + 2 * jn[m] - 1, 2 do
-        if ARGV[q] == here then
-          nr = nr + 1
-          rid[nr] = ARGV[q + 1]; rat[nr] = nout
-          out[nout] = 2
+-- writes): rid the dependency's id, ent its dependent's line
+-- ("<queue> <id>"), rat the dependent's place in out (whose existed is 2
+-- until one of them is found finished). A caller's id given twice in one
+-- call is written once (the first; the later ones reported as existing):
+-- `seen` (a table of the ids written) is kept only on the second build,
+-- when the payload column's HSET added fewer fields than it had jobs (a
+-- string key per job otherwise); every job not existing before takes a
+-- number, so both builds number alike.
+local function build(seen)
+  local d, s, o, dp, w, out, rid, rat, ent = {}, {}, {}, {}, {}, {}, {}, {}, {}
+  local nd, no, nout, nr, q = 0, 0, 0, 0, seq
+  local lopts, lpol, head, stored, delay, prio = nil, nil, nil, false, 0, 0
+  local i = 2
+  while i <= nargv do
+    local id, n = ARGV[i], tonumber(ARGV[i + 4])
+    local k = i + 5
+    if id ~= '' and have[id] then
+      out[nout + 1] = id; out[nout + 2] = 1; nout = nout + 2
+    else
+      q = q + 1
+      if id == '' then id = int(q) end
+      if seen and seen[id] then
+        out[nout + 1] = id; out[nout + 2] = 1; nout = nout + 2
+      else
+        if seen then seen[id] = true end
+        local opts, policy = ARGV[i + 2], ARGV[i + 3]
+        if opts ~= lopts then
+          delay, prio, stored = 0, 0, false
+          if opts ~= '' then delay, prio, stored = job_options(opts) end
+          lopts, lpol = opts, nil
+        end
+        if policy ~= lpol then
+          head = policy .. ' ' .. int(delay) .. ' ' .. int(prio)
+          lpol = policy
+        end
+        local list
+        if n == 1 then -- (the one-dependency path: one concatenation)
+          list = head .. '\nw ' .. ARGV[k] .. ' ' .. ARGV[k + 1]
+        else
+          local lines = {head}
+          for m = k, k + 2 * n - 2, 2 do lines[#lines + 1] = 'w ' .. ARGV[m] .. ' ' .. ARGV[m + 1] end
+          list = table.concat(lines, '\n')
+        end
+        d[nd + 1] = id; d[nd + 2] = ARGV[i + 1]
+        s[nd + 1] = id; s[nd + 2] = waiting_v
+        dp[nd + 1] = id; dp[nd + 2] = list
+        w[nd + 1] = stamp; w[nd + 2] = id
+        nd = nd + 2
+        if stored then o[no + 1] = id; o[no + 2] = stored; no = no + 2 end
+        out[nout + 1] = id; out[nout + 2] = 0; nout = nout + 2
+        if mine then
+          for m = k, k + 2 * n - 2, 2 do
+            if ARGV[m] == here then
+              nr = nr + 1
+              rid[nr] = ARGV[m + 1]; rat[nr] = nout; ent[nr] = hp .. id
+              out[nout] = 2
+            end
+          end
         end
       end
     end
+    i = k + 2 * n
   end
+  return d, s, o, dp, w, out, rid, rat, ent, nd, no, nr
 end
+local d, s, o, dp, w, out, rid, rat, ent, nd, no, nr = build(nil)
 if nd > 0 then
-  call_all('HSET', J.d, d, 2)
+  -- (the payload column's HSET: how many fields it added tells whether
+  -- an id came twice; then built again, once each, the first's payload
+  -- written over the later's)
+  local added = 0
+  for c = 1, nd, 2 * CHUNK do
+    added = added + redis.call('HSET', J.d, unpack(d, c, math.min(c + 2 * CHUNK - 1, nd)))
+  end
+  if added * 2 < nd then
+    d, s, o, dp, w, out, rid, rat, ent, nd, no, nr = build({})
+    call_all('HSET', J.d, d, 2)
+  end
   call_all('HSET', J.s, s, 2)
   if no > 0 then call_all('HSET', J.o, o, 2) end
+  -- (a call of TABLE_MIN jobs or more makes the deps hash and the waiting
+  -- set tables before it writes them, as a pin would: TABLE_PIN written
+  -- first and deleted after, in this call; lib.lua)
+  local big = nd >= 2 * TABLE_MIN
+  if big then
+    redis.call('HSET', deps, TABLE_PIN, '')
+    redis.call('ZADD', waiting, stamp, TABLE_PIN)
+  end
   call_all('HSET', deps, dp, 2)
   call_all('ZADD', waiting, w, 2)
+  if big then
+    redis.call('HDEL', deps, TABLE_PIN)
+    redis.call('ZREM', waiting, TABLE_PIN)
+  end
 end
 -- The registrations with jobs of this queue (DEPS.register_ids,
 -- lib.lua), read after the writes (a dependency enqueued in this call
@@ -148,9 +186,7 @@ end
 -- existed 0 (the client counts it: deps_release.lua), an unfinished one
 -- records the dependent in its dependents entry.
 if nr > 0 then
-  local entries, hp = {}, here .. ' '
-  for r = 1, nr do entries[r] = hp .. out[rat[r] - 1] end -- ("<queue> <dependent's id>")
-  local got = DEPS.register_ids(J, dependents, rid, entries)
+  local got = DEPS.register_ids(J, dependents, rid, ent)
   for r = 1, nr do if got[r] ~= 'waiting' then out[rat[r]] = 0 end end
 end
 return out

@@ -494,6 +494,21 @@ local WATCHERS_PIN = 'rjq: keeps this hash a table (a field longer than hash-max
 -- spaces (never a job id): no reader sees it.
 local DEPENDENTS_PIN = 'rjq: keeps the dependents hash a table (a field longer than hash-max-listpack-value)'
 
+-- A field or member longer than hash-max-listpack-value and
+-- zset-max-listpack-value (64 bytes by default): written into a hash or a
+-- sorted set ahead of many fields or members, it makes the key a table
+-- (a skiplist) before they go in, and stays one when the pin is deleted
+-- right after, in the same script. A listpack (up to 512 fields of a hash,
+-- 128 members of a set) is walked at each insert: a new deps hash given
+-- 500 jobs in one deps_add walked ~14M Redis instructions (bench/README.md
+-- "deps_add without per-job arrays"); as a table, two commands more and
+-- nothing left behind (no reader sees the pin: it has spaces, never a job
+-- id). Used by deps_add.lua for calls of TABLE_MIN jobs or more (a small
+-- call into a small key stays a listpack: the pin's four commands would
+-- cost it more than the walk).
+local TABLE_PIN = 'rjq: makes this key a table before many writes (longer than the listpack value limits)'
+local TABLE_MIN = 32
+
 -- Queue format 2 (docs/scripts.md "Queue format 2"): the reply channels
 -- held at the end of the states sv of jobs ids (sv[k] is ids[k]'s value as
 -- read; false when none) move to the watchers column, appended to what it
@@ -1392,14 +1407,21 @@ function DEPS.register_ids(J, dependents, ids, entries)
   ids[n + 1] = nil
   -- fv: the HSET's fields and values, built as the registrations are
   -- read (the pin first, when the hash lacks it: the HSET makes the hash
-  -- a table before it writes an entry, even in chunks); at[id]: the index
-  -- in fv of the job's entry to write, or minus its k in have while its
-  -- entry as read holds every line given so far (nothing to write for
-  -- it): one table write per job given dependents.
+  -- a table before it writes an entry, even in chunks). A job without an
+  -- entry (have[k] false: the usual case) gets its line as it comes, no
+  -- table write more; nnew counts them (and the pin), what the HSET must
+  -- add: fewer added means a job came twice among them, and fv is built
+  -- again by `merged` (below) and written over. A job with an entry goes
+  -- through at[id]: the index in fv of the job's entry to write, or minus
+  -- its k in have while its entry as read holds every line given so far
+  -- (nothing to write for it); the same job twice reads the same entry,
+  -- so both go that way.
   local out, stale, at = {}, {}, {}
   local fv = have[n + 1] and {} or {DEPENDENTS_PIN, ''}
   local pinned = #fv
-  local nf = pinned
+  local nf, nnew = pinned, pinned / 2
+  local waiting = {} -- (the k of each registration answered 'waiting', for merged)
+  local nw = 0
   local last_sv, last_state -- (jobs of one enqueue call share their state string: read once)
   for k, id in ipairs(ids) do
     -- (the state's name alone, as state_text reads it)
@@ -1415,21 +1437,48 @@ function DEPS.register_ids(J, dependents, ids, entries)
       out[k] = state
     else
       out[k] = 'waiting'
-      local entry, j = entries[k], at[id]
-      local l
-      if j == nil then l = have[k] elseif j < 0 then l = have[-j] else l = fv[j] end
-      if not l then
-        nf = nf + 2; fv[nf - 1] = id; fv[nf] = entry; at[id] = nf
-      elseif string.find('\n' .. l .. '\n', '\n' .. entry .. '\n', 1, true) then
-        if j == nil then at[id] = -k end
-      elseif j and j > 0 then
-        fv[j] = l .. '\n' .. entry
+      nw = nw + 1; waiting[nw] = k
+      if not have[k] then
+        nf = nf + 2; fv[nf - 1] = id; fv[nf] = entries[k]; nnew = nnew + 1
       else
-        nf = nf + 2; fv[nf - 1] = id; fv[nf] = l .. '\n' .. entry; at[id] = nf
+        local entry, j = entries[k], at[id]
+        local l
+        if j == nil then l = have[k] elseif j < 0 then l = have[-j] else l = fv[j] end
+        if string.find('\n' .. l .. '\n', '\n' .. entry .. '\n', 1, true) then
+          if j == nil then at[id] = -k end
+        elseif j and j > 0 then
+          fv[j] = l .. '\n' .. entry
+        else
+          nf = nf + 2; fv[nf - 1] = id; fv[nf] = l .. '\n' .. entry; at[id] = nf
+        end
       end
     end
   end
-  if nf > pinned then call_all('HSET', dependents, fv, 2) end
+  -- (a job without an entry named twice: its lines merged, as a job with
+  -- one; the HSET below writes every such field again, over the first)
+  local function merged()
+    local fv2, at2, nf2 = {}, {}, 0
+    for m = 1, nw do
+      local k = waiting[m]
+      local id, entry = ids[k], entries[k]
+      local j = at2[id]
+      local l = j and fv2[j] or have[k]
+      if not l then
+        nf2 = nf2 + 2; fv2[nf2 - 1] = id; fv2[nf2] = entry; at2[id] = nf2
+      elseif not string.find('\n' .. l .. '\n', '\n' .. entry .. '\n', 1, true) then
+        if j then fv2[j] = l .. '\n' .. entry
+        else nf2 = nf2 + 2; fv2[nf2 - 1] = id; fv2[nf2] = l .. '\n' .. entry; at2[id] = nf2 end
+      end
+    end
+    return fv2
+  end
+  if nf > pinned then
+    local added = 0
+    for c = 1, nf, 2 * CHUNK do
+      added = added + typed(nil, 'HSET', dependents, unpack(fv, c, math.min(c + 2 * CHUNK - 1, nf)))
+    end
+    if added < nnew then call_all('HSET', dependents, merged(), 2) end
+  end
   if #stale > 0 then DEPS.forget(dependents, stale) end
   return out
 end

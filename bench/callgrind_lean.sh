@@ -30,7 +30,11 @@
 # Usage: bench/callgrind_lean.sh [BEFORE [AFTER]]
 #   BEFORE, AFTER: git revisions of this repository (default: main, and
 #   the working tree for AFTER)
-# Environment: N (2000), CG_PORT (17751), OUT (mktemp)
+# Environment: N (2000), CG_PORT (17751), OUT (mktemp), FCALL_ONLY (1:
+#   count only inside the FCALLs, --toggle-collect=fcallCommand: the
+#   server's cron, the set-up commands and redis-cli's start-up COMMAND
+#   DOCS are left out, ~13k a call of an N=1000 case that moved with the
+#   machine's load; 0: the whole server, as before aw36)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
@@ -73,7 +77,8 @@ fb=$(grep -o 'rjq_[0-9a-f]*_' "$OUT/b/lib.lua" | head -1)
 fa=$(grep -o 'rjq_[0-9a-f]*_' "$OUT/a/lib.lua" | head -1)
 [ "$fb" != "$fa" ] || { echo "callgrind_lean.sh: the two trees have the same scripts" >&2; exit 1; }
 
-cg_redis_start "$P" callgrind_lean.sh
+if [ "${FCALL_ONLY:-1}" = 1 ]; then cg_redis_start "$P" callgrind_lean.sh --toggle-collect=fcallCommand
+else cg_redis_start "$P" callgrind_lean.sh; fi
 pid=$CG_REDIS_PID
 redis-cli -p "$P" -x FUNCTION LOAD < "$OUT/b/lib.lua" > /dev/null
 redis-cli -p "$P" -x FUNCTION LOAD < "$OUT/a/lib.lua" > /dev/null

@@ -45,7 +45,8 @@
 #     answer and the wall ratio a lower bound.
 #
 # Usage: bench/native_drain_floor.sh [case ...]
-#   cases: ref rjq lease +state +read args (default: all)
+#   cases: ref rjq lease +state +read args (default: all); a stand-in's
+#   name@D runs it with D calls in flight (lease@8: DEPTH 8)
 # Environment: ROUNDS (3), N (50000), BATCH (25), DEPTH (2), CONC (50),
 #   PIPELINE (16), CLIENTS (50), IDLE_S (3), PORT (17761), OUT (mktemp),
 #   RJQ_BENCH (build/rjq-bench)
@@ -82,7 +83,13 @@ if redis-cli -p "$PORT" ping > /dev/null 2>&1; then
 fi
 redis-server --port "$PORT" --bind 127.0.0.1 --save '' --appendonly no --daemonize yes \
   --pidfile "$OUT/redis.pid" --logfile "$OUT/redis.log" --dir "$OUT"
-stop() { [ -f "$OUT/redis.pid" ] && kill "$(cat "$OUT/redis.pid")" 2> /dev/null || true; }
+# (stopped and gone before the script exits: a next run may take the port)
+stop() {
+  local p
+  p=$(cat "$OUT/redis.pid" 2> /dev/null) || return 0
+  kill "$p" 2> /dev/null || return 0
+  for _ in $(seq 100); do kill -0 "$p" 2> /dev/null || return 0; sleep 0.1; done
+}
 trap stop EXIT
 for _ in $(seq 100); do [ -f "$OUT/redis.pid" ] && redis-cli -p "$PORT" ping > /dev/null 2>&1 && break; sleep 0.1; done
 pid=$(cat "$OUT/redis.pid")
@@ -93,6 +100,10 @@ loaded=$(redis-cli -p "$PORT" -x FUNCTION LOAD < "$OUT/dfloor.lua")
 
 # redis-server's CPU seconds (INFO cpu: user + sys)
 rcpu() { redis-cli -p "$PORT" info cpu | tr -d '\r' | awk -F: '/^used_cpu_(user|sys):/ { s += $2 } END { printf "%.6f", s }'; }
+# its user and sys CPU seconds; its main thread's context switches (about
+# one a wakeup from epoll_wait: how often the drain let Redis sleep)
+rcpu2() { redis-cli -p "$PORT" info cpu | tr -d '\r' | awk -F: '/^used_cpu_user:/ { u = $2 } /^used_cpu_sys:/ { s = $2 } END { printf "%.6f %.6f", u, s }'; }
+rctx() { awk '/^(voluntary|nonvoluntary)_ctxt_switches:/ { s += $2 } END { print s }' "/proc/$pid/status"; }
 now() { date +%s.%N; }
 idle_rate() {
   local c0 c1 t0 t1
@@ -115,7 +126,8 @@ ref_cmd() {
 # $1 case, $2 tag: runs it; prints "<cpu s> <window s> <jobs> <jobs/s> <extra>"
 # (extra: ref, the LPUSH's CPU share; rjq, its own ratio_to_reference)
 run() {
-  local c=$1 tag=$2 c0 c1 out
+  local c=${1%@*} tag=$2 d=$DEPTH c0 c1 out
+  [[ $1 != *@* ]] || d=${1#*@}
   redis-cli -p "$PORT" flushall > /dev/null
   case $c in
     ref)
@@ -139,7 +151,7 @@ print("%.6f %.6f %d %s %s" % (r["redis_cpu_s"], r["elapsed_s"], int(sys.argv[2])
     *)
       $PY "$OUT/drive.py" "$PORT" "$N" "$BATCH" "$c" fill
       c0=$(rcpu)
-      out=$($PY "$OUT/drive.py" "$PORT" "$N" "$BATCH" "$c" run "$DEPTH")
+      out=$($PY "$OUT/drive.py" "$PORT" "$N" "$BATCH" "$c" run "$d")
       c1=$(rcpu)
       read -r got el <<< "$out"
       [ "$got" = "$N" ] || echo "native_drain_floor.sh: $tag: $got of $N jobs drained" >&2
@@ -151,14 +163,22 @@ echo "redis-server $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/') (not 
 idle=$(idle_rate)
 echo "idle server: $(awk -v r="$idle" 'BEGIN { printf "%.1f", r * 1e6 }') us of CPU a second (subtracted); $(nproc) cores; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
-echo "| round | case | Redis CPU us/job | Redis busy | jobs/s | note | load average |"
-echo "|---:|---|---:|---:|---:|---|---|"
+echo "| round | case | Redis CPU us/job | Redis busy | jobs/s | user / sys us/job (whole case) | ctx switches/job (whole case) | note | load average |"
+echo "|---:|---|---:|---:|---:|---:|---:|---|---|"
 : > "$OUT/rows"
 k=${#cases[@]}
 for r in $(seq "$ROUNDS"); do
   for i in $(seq 0 $((k - 1))); do
     c=${cases[$(((i + r - 1) % k))]}
+    x0=$(rctx)
+    read -r u0 s0 <<< "$(rcpu2)"
     read -r cpu win n jps extra <<< "$(run "$c" "$c-$r")"
+    read -r u1 s1 <<< "$(rcpu2)"
+    x1=$(rctx)
+    # (user and sys: around the whole case, the stand-ins' fill and rjq's
+    # enqueue included; context switches too)
+    us_sy=$(awk -v a="$u0" -v b="$u1" -v c="$s0" -v d="$s1" -v n="$n" 'BEGIN { printf "%.2f / %.2f", (b - a) / n * 1e6, (d - c) / n * 1e6 }')
+    ctx=$(awk -v d="$((x1 - x0))" -v n="$n" 'BEGIN { printf "%.3f", d / n }')
     us=$(awk -v c="$cpu" -v w="$win" -v n="$n" -v r="$idle" 'BEGIN { printf "%.2f", (c - r * w) / n * 1e6 }')
     busy=$(awk -v c="$cpu" -v w="$win" 'BEGIN { printf "%.0f%%", c / w * 100 }')
     case $c in
@@ -166,16 +186,17 @@ for r in $(seq "$ROUNDS"); do
       rjq) note="its own ratio_to_reference $extra" ;;
       *) note= ;;
     esac
-    echo "$r $c $us $jps ${busy%\%} $extra" >> "$OUT/rows"
-    printf "| %d | %-6s | %6s | %4s | %7s | %s | %s |\n" "$r" "$c" "$us" "$busy" "$jps" "$note" "$(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "$r $c $us $jps ${busy%\%} $extra $ctx" >> "$OUT/rows"
+    printf "| %d | %-8s | %6s | %4s | %7s | %s | %s | %s | %s |\n" "$r" "$c" "$us" "$busy" "$jps" "$us_sy" "$ctx" "$note" \
+      "$(cut -d' ' -f1-3 /proc/loadavg)"
   done
 done
 
 echo
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
-echo "| case | Redis CPU us/job (median of $ROUNDS) | ref CPU / case CPU (Redis-bound ceiling) | Redis busy | jobs/s (median) | jobs/s / ref's (wall) |"
-echo "|---|---:|---:|---:|---:|---:|"
+echo "| case | Redis CPU us/job (median of $ROUNDS) | ref CPU / case CPU (Redis-bound ceiling) | Redis busy | ctx switches/job | jobs/s (median) | jobs/s / ref's (wall) |"
+echo "|---|---:|---:|---:|---:|---:|---:|"
 $PY - "$OUT/rows" "${cases[@]}" << 'EOF'
 import statistics, sys
 rows = [l.split() for l in open(sys.argv[1])]
@@ -183,20 +204,20 @@ med = {}
 for c in sys.argv[2:]:
     v = [x for x in rows if x[1] == c]
     if v:
-        med[c] = [statistics.median(float(x[j]) for x in v) for j in (2, 3, 4)]
+        med[c] = [statistics.median(float(x[j]) for x in v) for j in (2, 3, 4, 6)]
         if c == 'rjq':
             rr = [float(x[5]) for x in v if x[5] != '-']
             med[c].append(statistics.median(rr) if rr else None)
 ref = med.get('ref')
 for c in sys.argv[2:]:
     if c not in med: continue
-    us, jps, busy = med[c][:3]
+    us, jps, busy, ctx = med[c][:4]
     cr = "%.2fx" % (ref[0] / us) if ref else "-"
     wr = "%.2fx" % (jps / ref[1]) if ref else "-"
-    if c == 'rjq' and med[c][3] is not None: wr += " (its own, same process: %.2fx)" % med[c][3]
+    if c == 'rjq' and med[c][4] is not None: wr += " (its own, same process: %.2fx)" % med[c][4]
     if c == 'ref':
         lp = statistics.median(float(x[5]) for x in rows if x[1] == 'ref')
         cr = "1 (LMOVE + LREM alone: %.2f us, %.0f%%)" % (us * (1 - lp), (1 - lp) * 100)
         wr = "1"
-    print("| %s | %.2f | %s | %.0f%% | %.0f | %s |" % (c, us, cr, busy, jps, wr))
+    print("| %s | %.2f | %s | %.0f%% | %.3f | %.0f | %s |" % (c, us, cr, busy, ctx, jps, wr))
 EOF

@@ -195,8 +195,8 @@ done
 echo
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
-echo "| case | Redis CPU us/job (median of $ROUNDS) | ref CPU / case CPU (Redis-bound ceiling) | Redis busy | ctx switches/job | jobs/s (median) | jobs/s / ref's (wall) |"
-echo "|---|---:|---:|---:|---:|---:|---:|"
+echo "| case | Redis CPU us/job (median of $ROUNDS) | ref CPU / case CPU (Redis-bound ceiling) | the same, a round's pair (median; range) | Redis busy | ctx switches/job | jobs/s (median) | jobs/s / ref's (wall) |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|"
 $PY - "$OUT/rows" "${cases[@]}" << 'EOF'
 import statistics, sys
 rows = [l.split() for l in open(sys.argv[1])]
@@ -219,5 +219,10 @@ for c in sys.argv[2:]:
         lp = statistics.median(float(x[5]) for x in rows if x[1] == 'ref')
         cr = "1 (LMOVE + LREM alone: %.2f us, %.0f%%)" % (us * (1 - lp), (1 - lp) * 100)
         wr = "1"
-    print("| %s | %.2f | %s | %.0f%% | %.3f | %.0f | %s |" % (c, us, cr, busy, ctx, jps, wr))
+    # (each round's ref over the case's in that round: the load moves
+    # between rounds more than between neighbours)
+    rc = {x[0]: float(x[2]) for x in rows if x[1] == 'ref'}
+    pr = [rc[x[0]] / float(x[2]) for x in rows if x[1] == c and x[0] in rc]
+    pp = "%.2fx; %.2f-%.2f" % (statistics.median(pr), min(pr), max(pr)) if pr and c != 'ref' else "-"
+    print("| %s | %.2f | %s | %s | %.0f%% | %.3f | %.0f | %s |" % (c, us, cr, pp, busy, ctx, jps, wr))
 EOF

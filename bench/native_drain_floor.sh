@@ -34,11 +34,15 @@
 #
 # Per case: Redis CPU per job (used_cpu_user + used_cpu_sys deltas, less
 # the idle server's rate over the window), Redis's busy share of the
-# window (CPU / wall: near 100% is a Redis-bound run), jobs/s. Cases run
-# interleaved (the order rotated each round), ROUNDS rounds; the medians
-# are printed with:
+# window (CPU / wall: near 100% is a Redis-bound run), jobs/s; around the
+# whole case (fill or enqueue included), user and sys per job and the
+# main thread's context switches per job (about one a wakeup: how often
+# the drain let Redis sleep). Cases run interleaved (the order rotated
+# each round), ROUNDS rounds; the medians are printed with:
 #   - ref CPU / case CPU: the highest drain ratio that case's shape allows
 #     where Redis is the limit (both jobs/s are 1 / CPU per job there);
+#     also taken per round (that round's ref over the case's: the load
+#     moves more between rounds than between neighbours), median and range;
 #   - case jobs/s / ref jobs/s (the medians): the measured wall-clock
 #     ratio. The stand-ins' client is Python: it can be the limit before
 #     Redis is (the busy column says), so for them the CPU ratio is the

@@ -35,7 +35,8 @@
 # script where the claim or the completion is run alone.
 #
 # Usage: bench/callgrind_drain_floor.sh [case ...]   (default: all four)
-# Environment: DRAIN_N (20000), BATCH (50), CG_PORT (17443), OUT (mktemp)
+# Environment: DRAIN_N (20000), BATCH (50), CG_PORT (17443), OUT (mktemp),
+#   DFLOOR_FILES_ONLY (1: write the stand-ins to OUT and stop)
 set -euo pipefail
 DRAIN_N=${DRAIN_N:-20000}
 BATCH=${BATCH:-50}
@@ -146,42 +147,77 @@ end)
 EOF
 
 cat > "$OUT/drive.py" << 'EOF'
-# drive.py port n batch case phase: RESP over one socket, one call at a time
+# drive.py port n batch case phase [depth]: RESP over one socket, one call
+# at a time; with depth (bench/native_drain_floor.sh, phase run), depth
+# calls in flight on it: each claim's reply sends its completion, each
+# completion's reply the next claim (a worker holding depth batches, as
+# rjq's at c=50 holds ~2 of ~25); then prints the jobs and the seconds
 import sys
 from cg_resp import Conn
 port, n, batch, case, phase = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
-call = Conn(port).call
+conn = Conn(port)
+call = conn.call
 keys = ['{q}:ready', '{q}:payloads', '{q}:leases', '{q}:completed', '{q}:state']
 def claim_keys(): return keys + ['{q}:k%d' % i for i in range(6, 17)] if case == 'args' else keys
 def complete_keys(): return keys + ['{q}:k%d' % i for i in range(6, 20)] if case == 'args' else keys
+def claim(tok):  # a claim's FCALL words
+    ck = claim_keys()
+    extra = ['0', '1', '0', '0', '1', '0', '0'] if case == 'args' else []
+    return ['FCALL', 'claim', len(ck), *ck, batch, tok, 30000, case, *extra]
+def complete(tok, ids):  # a completion's FCALL words
+    cmk = complete_keys()
+    if case == 'args':
+        a = [tok, 'args', '-1', '0', '1', '0', 'w', '1', '30000', '1 ' + tok, len(ids)]
+        for i in ids: a += [i, b'']
+    else:
+        a = [tok, case] + ids
+    return ['FCALL', 'complete', len(cmk), *cmk, *a]
 if phase == 'fill':
     call('FLUSHALL')
     call('EVAL', "for i = 1, tonumber(ARGV[1]) do local id = tostring(i); redis.call('RPUSH', KEYS[1], id); "
          "redis.call('HSET', KEYS[2], id, 'xxxxxxxxxxxxxxxxxx'); redis.call('HSET', KEYS[5], id, 'ready 0 @1764000000000,,') end",
          5, *keys, n)
     sys.exit(0)
-# phase: run (claim + complete) or claim (claims only: completions done unmeasured after)
 k, done = 0, 0
+if len(sys.argv) > 6:  # phase run, depth calls in flight
+    import collections, time
+    pend, more = collections.deque(), True  # (a claim's token, or None: a completion)
+    t0 = time.monotonic()
+    for _ in range(int(sys.argv[6])):
+        k += 1; pend.append('c.w.t%d' % k); conn.send(*claim(pend[-1]))
+    while pend:
+        tok, r = pend.popleft(), conn.read()
+        if tok is None:
+            assert all(x == 1 for x in r), r
+            if more:
+                k += 1; pend.append('c.w.t%d' % k); conn.send(*claim(pend[-1]))
+            continue
+        ids = r[0::2]
+        if not ids:
+            more = False
+            continue
+        done += len(ids)
+        pend.append(None); conn.send(*complete(tok, ids))
+    print(done, '%.6f' % (time.monotonic() - t0))
+    sys.exit(0)
+# phase: run (claim + complete) or claim (claims only: completions done unmeasured after)
 while done < n:
     k += 1
     tok = 'c.w.t%d' % k
-    ck = claim_keys()
-    extra = ['0', '1', '0', '0', '1', '0', '0'] if case == 'args' else []
-    r = call('FCALL', 'claim', len(ck), *ck, batch, tok, 30000, case, *extra)
+    r = call(*claim(tok))
     ids = r[0::2]
     if not ids: break
     done += len(ids)
     if phase == 'run':
-        cmk = complete_keys()
-        if case == 'args':
-            a = [tok, 'args', '-1', '0', '1', '0', 'w', '1', '30000', '1 ' + tok, len(ids)]
-            for i in ids: a += [i, b'']
-        else:
-            a = [tok, case] + ids
-        c = call('FCALL', 'complete', len(cmk), *cmk, *a)
+        c = call(*complete(tok, ids))
         assert all(x == 1 for x in c), c
 print(done)
 EOF
+
+# DFLOOR_FILES_ONLY=1: write the stand-ins ($OUT/dfloor.lua, $OUT/drive.py)
+# and stop (bench/native_drain_floor.sh runs them on a server not under
+# callgrind)
+[ "${DFLOOR_FILES_ONLY:-0}" != 1 ] || exit 0
 
 cg_redis_start "$CG_PORT" callgrind_drain_floor.sh
 redis-cli -p "$CG_PORT" -x FUNCTION LOAD < "$OUT/dfloor.lua" > /dev/null

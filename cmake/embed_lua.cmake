@@ -40,8 +40,15 @@ function(c_literal text out)
   set(${out} "\"${esc}\"" PARENT_SCOPE)
 endfunction()
 
-# (the wrapper below is part of the version: "body made once", aw36)
-set(all "body made once\n${lib}")
+# Each script's wrapper in the library, around its body: the body made
+# once, when the library loads, and called with KEYS and ARGV (a closure of
+# it made at each call, with an upvalue per lib.lua name it uses, cost ~1-2k
+# Redis instructions a call; aw36). The body's lines stay where they were:
+# two lines after the first. @FN@: the function's name. Part of the version
+# below, as the scripts are: a change of the wrapper alone is a new library.
+set(wrap_head "\ndo local body = function(KEYS, ARGV)\n\n")
+set(wrap_tail "end\nredis.register_function('@FN@', function(KEYS, ARGV) return finish(pcall(body, KEYS, ARGV)) end) end\n")
+set(all "${wrap_head}${wrap_tail}${lib}")
 foreach(name IN LISTS SCRIPTS)
   file(READ "${LUA_DIR}/${name}.lua" body)
   kd_lua_prologue(${name} bind)
@@ -63,11 +70,8 @@ foreach(name IN LISTS SCRIPTS)
   string(LENGTH "${full}" len)
   c_literal("${full}" esc)
   set(fn "rjq_${version}_${name}")
-  # (the body is made once, when the library loads, and called with KEYS
-  # and ARGV: a closure of it made at each call, with an upvalue per lib.lua
-  # name it uses, cost ~1-2k Redis instructions a call; aw36. The body's
-  # lines stay where they were: two lines after the first.)
-  string(APPEND library "\ndo local body = function(KEYS, ARGV)\n\n${body}end\nredis.register_function('${fn}', function(KEYS, ARGV) return finish(pcall(body, KEYS, ARGV)) end) end\n")
+  string(REPLACE "@FN@" "${fn}" tail "${wrap_tail}")
+  string(APPEND library "${wrap_head}${body}${tail}")
   string(TOUPPER "${name}" up)
   string(APPEND h "    RJQ__S_${up},\n")
   kd_flat(${name} ids)

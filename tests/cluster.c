@@ -128,23 +128,27 @@ long long cluster_int(test_cluster *c, redisContext *rc, const char *fmt, ...) {
     return int_of(fmt, r);
 }
 
-redisReply *cluster_node_cmd(test_cluster *c, int i, const char *fmt, ...) {
+/* vcmd on a connection of its own to node i. */
+static redisReply *node_vcmd(test_cluster *c, int i, const char *fmt, va_list ap) {
     redisContext *rc = cluster_connect(c, i);
-    va_list ap;
-    va_start(ap, fmt);
     redisReply *r = vcmd(c, rc, fmt, ap);
-    va_end(ap);
     redisFree(rc);
     return r;
 }
 
-long long cluster_node_int(test_cluster *c, int i, const char *fmt, ...) {
-    redisContext *rc = cluster_connect(c, i);
+redisReply *cluster_node_cmd(test_cluster *c, int i, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    redisReply *r = vcmd(c, rc, fmt, ap);
+    redisReply *r = node_vcmd(c, i, fmt, ap);
     va_end(ap);
-    redisFree(rc);
+    return r;
+}
+
+long long cluster_node_int(test_cluster *c, int i, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    redisReply *r = node_vcmd(c, i, fmt, ap);
+    va_end(ap);
     return int_of(fmt, r);
 }
 

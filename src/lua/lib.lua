@@ -579,24 +579,17 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- The server time in ms as now_ms() gives it, and as text (what the
--- script sends to Redis): the text made from TIME's reply and parsed once
--- (now_ms parses two numbers, and int() formats it again; a Lua number
--- passed to redis.call is printed with %.17g by Redis 7.0: ~3.6k Redis
--- instructions an argument, against ~0.9k for the same text, callgrind).
+-- The server time in ms as now_ms() gives it, as text (what the script
+-- sends to Redis): the text made from TIME's reply once (now_ms parses
+-- two numbers, and int() formats it again; a Lua number passed to
+-- redis.call is printed with %.17g by Redis 7.0: ~3.6k Redis instructions
+-- an argument, against ~0.9k for the same text, callgrind).
+-- tonumber(stamp) is now_ms()'s number, for the callers that need one
+-- (claim.lua, complete.lua); the lean pair (aw36) use the text alone: the
+-- tonumber costs ~1.6k Redis instructions (it converts the text twice),
+-- which the usual completion never uses and the usual enqueue gets by one
+-- coercion (stamp + lease).
 local MS_PAD = {'00', '0', ''}
-local function now_text()
-  local t = redis.call('TIME')
-  local us = t[2]
-  local n = #us
-  local ms = n > 3 and string.sub(us, 1, n - 3) or '0'
-  local stamp = t[1] .. MS_PAD[#ms] .. ms
-  return tonumber(stamp), stamp
-end
--- now_text()'s text alone (the lean pair, aw36): the number costs a
--- tonumber (~1.6k Redis instructions: it converts the text twice), which
--- the usual completion never uses and the usual enqueue gets by one
--- coercion (stamp + lease); tonumber(stamp) is now_text()'s number.
 local function now_stamp()
   local t = redis.call('TIME')
   local us = t[2]
@@ -1948,7 +1941,7 @@ local function peek_ready(ready, prio, want, np)
   local ids, nplain = {}, 0
   if want <= 0 then return ids, 0, 0, 0 end
   np = np or typed('zset', 'ZCARD', prio) -- (np: the caller knows prio is empty)
-  -- (counts go as text: see now_text)
+  -- (counts go as text: see now_stamp)
   if np > 0 then ids = redis.call('ZRANGEBYSCORE', prio, '-inf', '(0', 'LIMIT', '0', num(want)) end
   local nhi = #ids
   if #ids < want then
@@ -2194,7 +2187,7 @@ local function start_jobs(J, c, ids, d, o, s, out)
   -- Per-job appends use counters: #t is a search on every call.
   local za, st, n, k, seen = {'+inf', ACTIVE_PIN}, {}, 0, #out, {}
   -- (the jobs' start time, see the state column; c.stamp: now as text,
-  -- now_text)
+  -- now_stamp)
   local startn = now or now_ms()
   local started = c.stamp or int(startn)
   local dz -- ZADD arguments for deadlines

@@ -1416,10 +1416,10 @@ function DEPS.register_ids(J, dependents, ids, entries)
   -- table write more; nnew counts them (and the pin), what the HSET must
   -- add: fewer added means a job came twice among them, and fv is built
   -- again by `merged` (below) and written over. A job with an entry goes
-  -- through at[id]: the index in fv of the job's entry to write, or minus
-  -- its k in have while its entry as read holds every line given so far
-  -- (nothing to write for it); the same job twice reads the same entry,
-  -- so both go that way.
+  -- through add_line (below) and at[id]: the index in fv of the job's
+  -- entry to write, none while its entry as read holds every line given
+  -- so far (nothing to write for it); the same job twice reads the same
+  -- entry, so both go that way.
   local out, stale, at = {}, {}, {}
   local fv = have[n + 1] and {} or {DEPENDENTS_PIN, ''}
   local pinned = #fv
@@ -1427,6 +1427,21 @@ function DEPS.register_ids(J, dependents, ids, entries)
   local waiting = {} -- (the k of each registration answered 'waiting', for merged)
   local nw = 0
   local last_sv, last_state -- (jobs of one enqueue call share their state string: read once)
+  -- The line entry of job id added to its entry in f (fields and values,
+  -- nf of them; a[id]: its entry's index in f once written), its entry
+  -- as read being l (nil: none): nothing when it holds the line already.
+  -- Returns the new nf.
+  local function add_line(f, a, nf, id, entry, l)
+    local j = a[id]
+    if j then l = f[j] end
+    if not l then
+      nf = nf + 2; f[nf - 1] = id; f[nf] = entry; a[id] = nf
+    elseif not string.find('\n' .. l .. '\n', '\n' .. entry .. '\n', 1, true) then
+      if j then f[j] = l .. '\n' .. entry
+      else nf = nf + 2; f[nf - 1] = id; f[nf] = l .. '\n' .. entry; a[id] = nf end
+    end
+    return nf
+  end
   for k, id in ipairs(ids) do
     -- (the state's name alone, as state_text reads it)
     local sv, state = s[k], last_state
@@ -1445,16 +1460,7 @@ function DEPS.register_ids(J, dependents, ids, entries)
       if not have[k] then
         nf = nf + 2; fv[nf - 1] = id; fv[nf] = entries[k]; nnew = nnew + 1
       else
-        local entry, j = entries[k], at[id]
-        local l
-        if j == nil then l = have[k] elseif j < 0 then l = have[-j] else l = fv[j] end
-        if string.find('\n' .. l .. '\n', '\n' .. entry .. '\n', 1, true) then
-          if j == nil then at[id] = -k end
-        elseif j and j > 0 then
-          fv[j] = l .. '\n' .. entry
-        else
-          nf = nf + 2; fv[nf - 1] = id; fv[nf] = l .. '\n' .. entry; at[id] = nf
-        end
+        nf = add_line(fv, at, nf, id, entries[k], have[k])
       end
     end
   end
@@ -1464,15 +1470,7 @@ function DEPS.register_ids(J, dependents, ids, entries)
     local fv2, at2, nf2 = {}, {}, 0
     for m = 1, nw do
       local k = waiting[m]
-      local id, entry = ids[k], entries[k]
-      local j = at2[id]
-      local l = j and fv2[j] or have[k]
-      if not l then
-        nf2 = nf2 + 2; fv2[nf2 - 1] = id; fv2[nf2] = entry; at2[id] = nf2
-      elseif not string.find('\n' .. l .. '\n', '\n' .. entry .. '\n', 1, true) then
-        if j then fv2[j] = l .. '\n' .. entry
-        else nf2 = nf2 + 2; fv2[nf2 - 1] = id; fv2[nf2] = l .. '\n' .. entry; at2[id] = nf2 end
-      end
+      nf2 = add_line(fv2, at2, nf2, ids[k], entries[k], have[k])
     end
     return fv2
   end

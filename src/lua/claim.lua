@@ -139,8 +139,9 @@ if conc then
     end
   end
 end
--- (now as text too: the times this call sends go as text, see now_text)
-local now, stamp = now_text()
+-- (now as text too: the times this call sends go as text, see now_stamp)
+local stamp = now_stamp()
+local now = tonumber(stamp)
 -- Whether a monitor listens, jobs wait in prio, any job has options and
 -- any job is delayed, with one EXISTS (these keys exist while they have
 -- members; EXISTS counts a key named twice twice: prio counts 2, options

@@ -57,7 +57,8 @@ J.dt = dependents -- (the retention sweep keeps the records of jobs with depende
 -- sweep's own counter, when the retention sweep is due, as it deletes
 -- records).
 if FIRST > FORGET then expect_types({held, 'zset'}) end
-local now, stamp = now_text() -- (stamp: the text, made once from TIME's reply)
+local stamp = now_stamp() -- (the text, made once from TIME's reply)
+local now = tonumber(stamp)
 -- The jobs' ids in order (ids) and their runs (runs: the ARGV index of
 -- each run's tail, in order): job i's tail and result are found from
 -- its run as the loop below walks them (no per-job tables of tails and

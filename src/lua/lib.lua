@@ -579,24 +579,17 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- The server time in ms as now_ms() gives it, and as text (what the
--- script sends to Redis): the text made from TIME's reply and parsed once
--- (now_ms parses two numbers, and int() formats it again; a Lua number
--- passed to redis.call is printed with %.17g by Redis 7.0: ~3.6k Redis
--- instructions an argument, against ~0.9k for the same text, callgrind).
+-- The server time in ms as now_ms() gives it, as text (what the script
+-- sends to Redis): the text made from TIME's reply once (now_ms parses
+-- two numbers, and int() formats it again; a Lua number passed to
+-- redis.call is printed with %.17g by Redis 7.0: ~3.6k Redis instructions
+-- an argument, against ~0.9k for the same text, callgrind).
+-- tonumber(stamp) is now_ms()'s number, for the callers that need one
+-- (claim.lua, complete.lua); the lean pair (aw36) use the text alone: the
+-- tonumber costs ~1.6k Redis instructions (it converts the text twice),
+-- which the usual completion never uses and the usual enqueue gets by one
+-- coercion (stamp + lease).
 local MS_PAD = {'00', '0', ''}
-local function now_text()
-  local t = redis.call('TIME')
-  local us = t[2]
-  local n = #us
-  local ms = n > 3 and string.sub(us, 1, n - 3) or '0'
-  local stamp = t[1] .. MS_PAD[#ms] .. ms
-  return tonumber(stamp), stamp
-end
--- now_text()'s text alone (the lean pair, aw36): the number costs a
--- tonumber (~1.6k Redis instructions: it converts the text twice), which
--- the usual completion never uses and the usual enqueue gets by one
--- coercion (stamp + lease); tonumber(stamp) is now_text()'s number.
 local function now_stamp()
   local t = redis.call('TIME')
   local us = t[2]
@@ -1423,10 +1416,10 @@ function DEPS.register_ids(J, dependents, ids, entries)
   -- table write more; nnew counts them (and the pin), what the HSET must
   -- add: fewer added means a job came twice among them, and fv is built
   -- again by `merged` (below) and written over. A job with an entry goes
-  -- through at[id]: the index in fv of the job's entry to write, or minus
-  -- its k in have while its entry as read holds every line given so far
-  -- (nothing to write for it); the same job twice reads the same entry,
-  -- so both go that way.
+  -- through add_line (below) and at[id]: the index in fv of the job's
+  -- entry to write, none while its entry as read holds every line given
+  -- so far (nothing to write for it); the same job twice reads the same
+  -- entry, so both go that way.
   local out, stale, at = {}, {}, {}
   local fv = have[n + 1] and {} or {DEPENDENTS_PIN, ''}
   local pinned = #fv
@@ -1434,6 +1427,21 @@ function DEPS.register_ids(J, dependents, ids, entries)
   local waiting = {} -- (the k of each registration answered 'waiting', for merged)
   local nw = 0
   local last_sv, last_state -- (jobs of one enqueue call share their state string: read once)
+  -- The line entry of job id added to its entry in f (fields and values,
+  -- nf of them; a[id]: its entry's index in f once written), its entry
+  -- as read being l (nil: none): nothing when it holds the line already.
+  -- Returns the new nf.
+  local function add_line(f, a, nf, id, entry, l)
+    local j = a[id]
+    if j then l = f[j] end
+    if not l then
+      nf = nf + 2; f[nf - 1] = id; f[nf] = entry; a[id] = nf
+    elseif not string.find('\n' .. l .. '\n', '\n' .. entry .. '\n', 1, true) then
+      if j then f[j] = l .. '\n' .. entry
+      else nf = nf + 2; f[nf - 1] = id; f[nf] = l .. '\n' .. entry; a[id] = nf end
+    end
+    return nf
+  end
   for k, id in ipairs(ids) do
     -- (the state's name alone, as state_text reads it)
     local sv, state = s[k], last_state
@@ -1452,16 +1460,7 @@ function DEPS.register_ids(J, dependents, ids, entries)
       if not have[k] then
         nf = nf + 2; fv[nf - 1] = id; fv[nf] = entries[k]; nnew = nnew + 1
       else
-        local entry, j = entries[k], at[id]
-        local l
-        if j == nil then l = have[k] elseif j < 0 then l = have[-j] else l = fv[j] end
-        if string.find('\n' .. l .. '\n', '\n' .. entry .. '\n', 1, true) then
-          if j == nil then at[id] = -k end
-        elseif j and j > 0 then
-          fv[j] = l .. '\n' .. entry
-        else
-          nf = nf + 2; fv[nf - 1] = id; fv[nf] = l .. '\n' .. entry; at[id] = nf
-        end
+        nf = add_line(fv, at, nf, id, entries[k], have[k])
       end
     end
   end
@@ -1471,15 +1470,7 @@ function DEPS.register_ids(J, dependents, ids, entries)
     local fv2, at2, nf2 = {}, {}, 0
     for m = 1, nw do
       local k = waiting[m]
-      local id, entry = ids[k], entries[k]
-      local j = at2[id]
-      local l = j and fv2[j] or have[k]
-      if not l then
-        nf2 = nf2 + 2; fv2[nf2 - 1] = id; fv2[nf2] = entry; at2[id] = nf2
-      elseif not string.find('\n' .. l .. '\n', '\n' .. entry .. '\n', 1, true) then
-        if j then fv2[j] = l .. '\n' .. entry
-        else nf2 = nf2 + 2; fv2[nf2 - 1] = id; fv2[nf2] = l .. '\n' .. entry; at2[id] = nf2 end
-      end
+      nf2 = add_line(fv2, at2, nf2, ids[k], entries[k], have[k])
     end
     return fv2
   end
@@ -1948,7 +1939,7 @@ local function peek_ready(ready, prio, want, np)
   local ids, nplain = {}, 0
   if want <= 0 then return ids, 0, 0, 0 end
   np = np or typed('zset', 'ZCARD', prio) -- (np: the caller knows prio is empty)
-  -- (counts go as text: see now_text)
+  -- (counts go as text: see now_stamp)
   if np > 0 then ids = redis.call('ZRANGEBYSCORE', prio, '-inf', '(0', 'LIMIT', '0', num(want)) end
   local nhi = #ids
   if #ids < want then
@@ -2194,7 +2185,7 @@ local function start_jobs(J, c, ids, d, o, s, out)
   -- Per-job appends use counters: #t is a search on every call.
   local za, st, n, k, seen = {'+inf', ACTIVE_PIN}, {}, 0, #out, {}
   -- (the jobs' start time, see the state column; c.stamp: now as text,
-  -- now_text)
+  -- now_stamp)
   local startn = now or now_ms()
   local started = c.stamp or int(startn)
   local dz -- ZADD arguments for deadlines

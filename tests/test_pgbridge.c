@@ -1325,17 +1325,18 @@ TEST(a_bridge_with_the_least_privileges_documented_moves_follows_and_is_refused_
      * on the same cluster, as `ctest --repeat` makes, finds none of its
      * roles taken: "role "rjq_bridge" already exists"; a database of the
      * same name, a pid used again, was dropped with its grants first) */
+    const char *tag = F.p.db[0] ? F.p.db : "rjq"; /* (a private PostgreSQL: no database of its own) */
     char roles[1024];
     snprintf(roles, sizeof roles,
              "DROP ROLE IF EXISTS %s_bridge, %s_app;"
              "CREATE ROLE %s_bridge LOGIN; GRANT SELECT, UPDATE ON rjq_jobs TO %s_bridge;"
              "CREATE ROLE %s_app LOGIN; GRANT INSERT ON rjq_jobs TO %s_app;"
              "GRANT USAGE ON SEQUENCE rjq_jobs_id_seq TO %s_app",
-             F.p.db, F.p.db, F.p.db, F.p.db, F.p.db, F.p.db, F.p.db);
+             tag, tag, tag, tag, tag, tag, tag);
     pg_exec(&F.p, roles);
     char pg_bridge[400], pg_app[400];
-    snprintf(pg_bridge, sizeof pg_bridge, "%s user=%s_bridge", F.p.conninfo, F.p.db);
-    snprintf(pg_app, sizeof pg_app, "%s user=%s_app", F.p.conninfo, F.p.db);
+    snprintf(pg_bridge, sizeof pg_bridge, "%s user=%s_bridge", F.p.conninfo, tag);
+    snprintf(pg_app, sizeof pg_app, "%s user=%s_app", F.p.conninfo, tag);
     PGconn *app = PQconnectdb(pg_app);
     ASSERT(PQstatus(app) == CONNECTION_OK);
     redisReply *r = server_cmd(F.e.rc, "ACL LOG RESET");

@@ -218,9 +218,13 @@ static void on_loading_enq(rjq_client *c, int status, const rjq_enqueued *jobs, 
 }
 
 TEST(server_loading_its_data_delays_requests_instead_of_failing_them) {
-    /* key-load-delay (µs per key) makes loading 20 000 keys take ~2 s, and
-     * the server answers (LOADING) every KiB loaded instead of every 2 MiB */
-    static const char *const extra[] = {"--appendonly", "yes", "--key-load-delay", "100",
+    /* key-load-delay (µs per key) makes loading 2 000 keys take ~2 s, and
+     * the server answers (LOADING) every KiB loaded instead of every 2 MiB.
+     * (It was 20 000 keys of 100 µs: each key's delay is a sleep, and on a
+     * loaded machine each wake-up waits for a core, so the load took over
+     * 20 s, "loop_until_count(e.base, &loading_ok, 70, 20000)" under ASan
+     * at load 35: a tenth of the sleeps, each ten times longer.) */
+    static const char *const extra[] = {"--appendonly", "yes", "--key-load-delay", "1000",
                                         "--loading-process-events-interval-bytes", "1024",
                                         NULL};
     test_env e;
@@ -229,8 +233,8 @@ TEST(server_loading_its_data_delays_requests_instead_of_failing_them) {
     o.on_event = count_events;
     o.event_data = &ev;
     env_start_with(&e, "load", o, extra);
-    for (int i = 0; i < 20000; i++) redisAppendCommand(e.rc, "SET junk:%d x", i);
-    for (int i = 0; i < 20000; i++) {
+    for (int i = 0; i < 2000; i++) redisAppendCommand(e.rc, "SET junk:%d x", i);
+    for (int i = 0; i < 2000; i++) {
         redisReply *r;
         ASSERT(redisGetReply(e.rc, (void **)&r) == REDIS_OK);
         freeReplyObject(r);
@@ -270,7 +274,7 @@ TEST(server_loading_its_data_delays_requests_instead_of_failing_them) {
     rjq_worker_options wo = quiet_worker_options(4);
     ASSERT_OK(rjq_worker_start(e.q, &wo, complete_r1, NULL, &w));
 
-    ASSERT(loop_until_count(e.base, &loading_ok, 70, 20000));
+    ASSERT(loop_until_count(e.base, &loading_ok, 70, 60000));
     redisReply *r = server_cmd(e.rc, "LRANGE t:{load2}:ready 0 -1");
     ASSERT_EQ(20, (long long)r->elements);
     for (int i = 0; i < 20; i++) {
@@ -357,6 +361,13 @@ TEST(acl_user_limited_to_rjq_channels_keeps_its_connections) {
     char url[128];
     snprintf(url, sizeof url, "redis://w:pw@127.0.0.1:%d", e.s.port);
     rjq_client_options o = live_options(url);
+    /* (probes every 200 ms, as above, but no 500 ms timeouts: a process
+     * starved that long on a loaded machine dropped its command connection
+     * on a late answer, "0 == ev.down[RJQ_CONN_COMMAND]: expected 0, got
+     * 1" under ASan at load 35; what this test counts is the drop a
+     * refused SUBSCRIBE makes at once) */
+    o.command_timeout_ms = 60000;
+    o.connect_timeout_ms = 60000;
     o.on_event = count_events;
     o.event_data = &ev;
     e.base = event_base_new();

@@ -74,10 +74,16 @@ scrape >/dev/null
 has 'rjq_serve_requests_total{code="404",method="GET"} 1'
 has 'rjq_serve_requests_total{code="404",method="POST"} 1'
 # the waiting job leaves ready: its queue's latency is 0 again
+# (and its cancel is counted: the counters come from the stats serve
+# refreshes every second, the latency from a read of its own, so a scrape
+# may show one before the other: "no line
+# 'rjq_jobs_cancelled_total{queue="mq"} 1'" under ASan, the wait below
+# having seen the latency only)
 "$RJQ" --prefix pm cancel mq "$("$RJQ" --prefix pm jobs mq ready | head -1)" >/dev/null || fail "cancel"
 for _ in $(seq 400); do
     scrape >/dev/null
-    grep -qxF 'rjq_queue_latency_seconds{queue="mq"} 0.000' "$DIR/m" && break
+    grep -qxF 'rjq_queue_latency_seconds{queue="mq"} 0.000' "$DIR/m" &&
+        grep -qxF 'rjq_jobs_cancelled_total{queue="mq"} 1' "$DIR/m" && break
     sleep 0.05
 done
 has 'rjq_queue_latency_seconds{queue="mq"} 0.000'
